@@ -1,0 +1,54 @@
+"""Shared fixtures. Real data lives in ../shared/data; tests that need it skip when absent."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
+
+os.environ.setdefault("COREVAL_PROGRESS", "0")
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """The ../shared folder (data + anchors); skip when it is not present."""
+    if not (SHARED / "data").is_dir():
+        pytest.skip(f"needs the shared data folder {SHARED}/data, which is absent "
+                    "(set COREVAL_SHARED_DIR to use another location)")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def anchors_dir(shared_dir: Path) -> Path:
+    path = shared_dir / "anchors"
+    if not path.is_dir():
+        pytest.skip(f"needs reference numbers in {path}, which is absent")
+    return path
+
+
+@pytest.fixture(scope="session")
+def load_shared(shared_dir: Path):
+    """Return a loader ``load_shared(name) -> ScoreMatrix`` for ``shared/data/<name>.npz``."""
+    from coreval.data.npz import read_npz
+
+    cache: dict[str, object] = {}
+
+    def _load(name: str):
+        path = shared_dir / "data" / f"{name}.npz"
+        if not path.exists():
+            pytest.skip(f"needs {path}, which is absent")
+        if name not in cache:
+            cache[name] = read_npz(path)
+        return cache[name]
+
+    return _load
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
