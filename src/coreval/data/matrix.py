@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -135,6 +136,8 @@ class ScoreMatrix:
         if not isinstance(meta, pd.DataFrame):
             raise ValidationError(f"{what} must be a pandas DataFrame indexed by id")
         index = meta.index.astype(str)
+        if index.duplicated().any():
+            raise ValidationError(f"{what} has duplicate ids: {preview(index[index.duplicated()])}")
         missing = np.setdiff1d(ids.astype(str), index)
         if len(missing):
             raise ValidationError(f"{what} lacks rows for ids: {preview(missing)}")
@@ -199,7 +202,8 @@ class ScoreMatrix:
         subtask counts equally.
         """
         groups = self.groups if by_group else None
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN group of a model -> NaN
             if groups is None:
                 return np.nanmean(self.values, axis=1) if not self.fully_observed \
                     else self.values.mean(axis=1)
@@ -252,7 +256,7 @@ class ScoreMatrix:
     @staticmethod
     def _resolve(sel, to_positions) -> np.ndarray:
         arr = np.asarray(sel)
-        if arr.dtype.kind in "iu":
+        if arr.dtype.kind in "iub":
             return arr
         return to_positions(arr.astype(str))
 

@@ -8,12 +8,33 @@ This is the format of ``shared/data`` (see its README): ``Y`` is a float
 from __future__ import annotations
 
 import os
+import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from coreval._atomic import write_atomic
 from coreval.data.matrix import Level, ScoreMatrix
 from coreval.errors import ValidationError
+
+
+def dedupe_ids(ids: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Make ids unique by suffixing repeats ``#2``, ``#3``, ...; also return the repeated ids.
+
+    Some public matrices (the Open LLM Leaderboard files of mrmr_eval) list a
+    model twice. Reference splits count row positions, so rows are kept and
+    only the repeated ids are renamed.
+    """
+    seen: dict[str, int] = {}
+    out, repeated = [], []
+    for value in np.asarray(ids).astype(str):
+        count = seen.get(value, 0) + 1
+        seen[value] = count
+        out.append(value if count == 1 else f"{value}#{count}")
+        if count > 1:
+            repeated.append(value)
+    return np.array(out, dtype=object), repeated
 
 
 def read_npz(path: str | os.PathLike, *, name: str | None = None, level: Level | None = None,
@@ -35,13 +56,23 @@ def read_npz(path: str | os.PathLike, *, name: str | None = None, level: Level |
     path = Path(path)
     if not path.exists():
         raise ValidationError(f"no such file: {path}")
-    with np.load(path, allow_pickle=False) as data:
-        missing = {"Y", "models", "items"} - set(data.files)
-        if missing:
-            raise ValidationError(f"{path.name} lacks arrays {sorted(missing)}; expected Y, models, items")
-        values = np.asarray(data["Y"], dtype=np.float64)
-        models = data["models"].astype(str)
-        items = data["items"].astype(str)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            missing = {"Y", "models", "items"} - set(data.files)
+            if missing:
+                raise ValidationError(
+                    f"{path.name} lacks arrays {sorted(missing)}; expected Y, models, items")
+            values = np.asarray(data["Y"], dtype=np.float64)
+            models = data["models"].astype(str)
+            items = data["items"].astype(str)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, ValidationError):
+            raise
+        raise ValidationError(f"cannot read {path.name} as .npz: {exc}") from exc
+    models, repeated = dedupe_ids(models)
+    if repeated:
+        warnings.warn(f"{path.name}: {len(repeated)} repeated model ids renamed with a '#n' "
+                      f"suffix (e.g. {repeated[0]!r}); rows are kept", stacklevel=2)
     if level is None:
         looks_item = all("/" in s and s.rsplit("/", 1)[1].isdigit() for s in items[:50])
         level = "item" if looks_item else "benchmark"
@@ -51,10 +82,9 @@ def read_npz(path: str | os.PathLike, *, name: str | None = None, level: Level |
 
 def write_npz(matrix: ScoreMatrix, path: str | os.PathLike) -> Path:
     """Write ``matrix`` as ``.npz`` (atomically: temp file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez_compressed(tmp, Y=matrix.values.astype(np.float32),
-                        models=matrix.models.astype(str), items=matrix.items.astype(str))
-    os.replace(tmp, path)
-    return path
+    def _write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:  # a file handle: savez must not append ".npz" to the name
+            np.savez_compressed(fh, Y=matrix.values.astype(np.float32),
+                                models=matrix.models.astype(str), items=matrix.items.astype(str))
+
+    return write_atomic(path, _write)
