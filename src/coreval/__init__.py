@@ -5,6 +5,7 @@ predict its full scores with intervals, from the per-item results of models
 that were already evaluated.
 """
 
+from coreval.api import FittedMethod, select
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import CorevalError, UnknownMethodError, ValidationError
 from coreval.prediction.base import Prediction, Predictor
@@ -15,6 +16,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CorevalError",
+    "FittedMethod",
     "Coreset",
     "Method",
     "Prediction",
@@ -27,4 +29,5 @@ __all__ = [
     "available_methods",
     "get_method",
     "register_method",
+    "select",
 ]

@@ -1,0 +1,360 @@
+"""The evaluation grid: datasets × source sizes × splits × methods × budgets.
+
+Each cell fits a registered method's selector and predictor on the source models
+of one split and scores its predictions on the target models (see
+:mod:`coreval.harness.metrics`). Cells run in parallel with joblib (or on a
+dask.distributed cluster), finished cells are stored one Parquet part each, and
+a restarted grid resumes where it stopped (see :mod:`coreval.harness.store`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed, parallel_config
+
+from coreval._atomic import write_text_atomic
+from coreval._progress import progress_bar
+from coreval.data.matrix import ScoreMatrix
+from coreval.errors import ValidationError
+from coreval.harness.metrics import impute_metrics, score_metrics
+from coreval.harness.store import (
+    PartStore,
+    matrix_fingerprint,
+    rows_fingerprint,
+    stable_hash,
+    to_frame,
+)
+from coreval.registry import Method, get_method
+from coreval.selection.base import resolve_budget
+
+#: Nominal level of the interval columns ``coverage90`` / ``width90``.
+LEVEL = 0.9
+#: Bump when the meaning of a stored cell changes (invalidates old parts).
+CELL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the grid (everything needed to compute it, plus its key)."""
+
+    key: str
+    dataset: str
+    method: str
+    split: str
+    budget: float
+    k: int | None
+    k_error: str | None
+    n_source: int | None
+    seed: int
+    fold: int | None
+    label: str | None
+    source_rows: np.ndarray = field(repr=False)
+    target_rows: np.ndarray = field(repr=False)
+    options: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
+             budgets: Sequence[float], *, n_source: Sequence[int | None] = (None,),
+             seeds: Sequence[int] | None = (0,), split: str = "binned", folds: int = 10,
+             holdout: float = 0.1, split_seed: int = 42, out: str | os.PathLike,
+             n_jobs: int = 1, scheduler: str | None = None, progress: bool = True,
+             method_options: dict[str, dict] | None = None,
+             retry_failed: bool = False) -> pd.DataFrame:
+    """Evaluate methods on a grid and return one tidy row per run.
+
+    For each dataset × n_source × split (seed, fold or family) × method × budget:
+    ``k = resolve_budget(budget, n_columns)``; the method's selector is fitted on
+    the source models (``seconds_select``), its predictor on the source models and
+    the coreset (``seconds_fit``), and the target models' coreset scores are
+    predicted (``seconds_predict``). Methods of task ``"score"`` are scored against
+    ``target.summary_scores()`` in native units; methods of task ``"impute"``
+    against the target models' unselected observed cells, in training-standardised
+    units (:func:`coreval.harness.metrics.impute_metrics`).
+
+    Parameters
+    ----------
+    datasets : mapping name -> ScoreMatrix
+        The score matrices; the name is the ``dataset`` column.
+    methods : sequence of str
+        Registered method names (:func:`coreval.registry.get_method`).
+    budgets : sequence of float
+        Coreset sizes: < 1 a fraction of the columns, ≥ 1 a count.
+    n_source : sequence of int or None
+        Numbers of source models (``None``: the split's default; must be
+        ``None`` for ``kfold``).
+    seeds : sequence of int or None
+        Split seeds (``kfold``: fold indices, ``None`` = all folds). The split's
+        seed is also the method's seed.
+    split : {"binned", "random", "kfold", "lofo"}
+        Split kind (:func:`coreval.data.splits.iter_splits`).
+    folds, holdout, split_seed
+        Passed to :func:`coreval.data.splits.iter_splits`.
+    out : path-like
+        Parquet file of the combined results. Finished cells are kept in
+        ``<out>.parts/`` and skipped on restart; a markdown summary is written to
+        ``<out stem>.summary.md`` next to it.
+    n_jobs : int
+        joblib workers (``-1``: all cores).
+    scheduler : str, optional
+        Address of a dask.distributed scheduler: the cells run on that cluster
+        via ``joblib.parallel_config(backend="dask")``.
+    progress : bool
+        Show a progress bar over cells.
+    method_options : dict name -> dict, optional
+        Extra keyword options for a method's selector and predictor factories.
+    retry_failed : bool
+        Run again the cells whose stored result is an error.
+
+    Returns
+    -------
+    DataFrame
+        The columns ``dataset, method, split, budget, k, n_source, seed, mae, rmse,
+        kendall, spearman, pearson, r2, coverage90, width90, seconds_select,
+        seconds_fit, seconds_predict, coreset`` (the public contract), then
+        ``n_target, n_skipped, interval, uses_source_models, error, fold, label,
+        task, level, interval_score90, n_cells, n_columns, cell``. A failed cell
+        has its one-line message in ``error`` and NaN metrics; metrics that do not
+        apply are NaN (interval metrics when the prediction has no interval or its
+        ``level`` is not 0.9). ``n_source`` is NA where the split default was used.
+        Rows are in grid order (dataset, n_source, split, method, budget).
+
+    Raises
+    ------
+    ValidationError
+        Empty grid axes, a non-ScoreMatrix dataset, bad split settings.
+    UnknownMethodError
+        A method name that is not registered.
+
+    Notes
+    -----
+    A cell's key hashes the dataset's values and ids, the method name and its
+    options, the budget, the split's source/target rows and seed. Changing a
+    method's code does not change its key: delete ``<out>.parts/`` (or use
+    another ``out``) to recompute. Two grids must not write the same ``out`` at
+    the same time.
+    """
+    from coreval.data.splits import iter_splits  # lazy: the splits module is optional here
+
+    if not datasets:
+        raise ValidationError("run_grid needs at least one dataset")
+    if not methods:
+        raise ValidationError("run_grid needs at least one method")
+    if not budgets:
+        raise ValidationError("run_grid needs at least one budget")
+    if not n_source:
+        raise ValidationError("run_grid needs at least one n_source (None for the default)")
+    for name, matrix in datasets.items():
+        if not isinstance(matrix, ScoreMatrix):
+            raise ValidationError(
+                f"dataset {name!r} is a {type(matrix).__name__}, expected a ScoreMatrix")
+    for b in budgets:  # budget errors that do not depend on the dataset fail the whole grid
+        if isinstance(b, bool) or not isinstance(b, numbers.Real):
+            raise ValidationError(f"budgets must be numbers, got {b!r}")
+        resolve_budget(b, np.iinfo(np.int64).max)
+    n_source = [None if n is None else _as_int(n, "n_source") for n in n_source]
+    options = dict(method_options or {})
+    unknown = sorted(set(options) - set(methods))
+    if unknown:
+        raise ValidationError(f"method_options for methods not in the grid: {unknown}")
+    resolved = {name: get_method(name) for name in dict.fromkeys(methods)}
+
+    cells: list[Cell] = []
+    for name, matrix in datasets.items():
+        fp = matrix_fingerprint(matrix)
+        for n_src in dict.fromkeys(n_source):
+            splits = iter_splits(matrix, split, seeds=None if seeds is None else list(seeds),
+                                 n_source=n_src, folds=folds, holdout=holdout,
+                                 split_seed=split_seed)
+            for sp in splits:
+                for mname in resolved:
+                    for budget in dict.fromkeys(budgets):
+                        cells.append(_make_cell(name, fp, matrix, sp, split, n_src, mname,
+                                                budget, options.get(mname, {})))
+    unique: dict[str, Cell] = {}
+    for c in cells:  # a repeated seed gives the same cell twice: keep the first
+        unique.setdefault(c.key, c)
+    cells = list(unique.values())
+
+    store = PartStore(out)
+    store.remove_stale_temporaries()
+    keys = [c.key for c in cells]
+    done = store.finished(keys, include_errors=not retry_failed)
+    todo = [c for c in cells if c.key not in done]
+    bar = progress_bar(total=len(cells), desc="grid", show=progress)
+    bar.update(len(cells) - len(todo))
+    try:
+        for row in _execute(todo, datasets, resolved, n_jobs=n_jobs, scheduler=scheduler):
+            store.write(row)
+            bar.update(1)
+    finally:
+        bar.close()
+    df = to_frame(store.combine(keys))
+    _write_summary(df, Path(out))
+    return df
+
+
+def _as_int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValidationError(f"{what} must be an integer or None, got {value!r}")
+    return int(value)
+
+
+def _make_cell(name: str, fp: str, matrix: ScoreMatrix, sp, split: str, n_src: int | None,
+               mname: str, budget: float, opts: dict) -> Cell:
+    try:
+        k, k_error = resolve_budget(budget, matrix.n_items), None
+    except ValidationError as exc:
+        k, k_error = None, _one_line(exc)
+    fold = None if sp.fold is None else int(sp.fold)
+    label = getattr(sp, "label", None)
+    key = stable_hash({
+        "v": CELL_VERSION, "dataset": name, "data": fp, "method": mname, "options": opts,
+        "budget": float(budget), "n_source": n_src, "split": split, "seed": int(sp.seed),
+        "fold": fold, "label": label, "source": rows_fingerprint(sp.source),
+        "target": rows_fingerprint(sp.target),
+    })
+    return Cell(key=key, dataset=name, method=mname, split=split, budget=float(budget), k=k,
+                k_error=k_error, n_source=n_src, seed=int(sp.seed), fold=fold, label=label,
+                source_rows=np.asarray(sp.source), target_rows=np.asarray(sp.target),
+                options=dict(opts))
+
+
+@contextmanager
+def _dask_backend(scheduler: str) -> Iterator[None]:
+    from dask.distributed import Client
+
+    with Client(scheduler) as _client, parallel_config(backend="dask"):
+        yield
+
+
+def _execute(todo: list[Cell], datasets: Mapping[str, ScoreMatrix],
+             methods: Mapping[str, Method], *, n_jobs: int,
+             scheduler: str | None) -> Iterator[dict]:
+    """Yield finished rows as cells complete (sequentially, with joblib or with dask)."""
+    if not todo:
+        return
+    tasks = (delayed(run_cell)(c, datasets[c.dataset], methods[c.method]) for c in todo)
+    if scheduler is not None:
+        with _dask_backend(scheduler):
+            yield from Parallel(n_jobs=-1 if n_jobs == 1 else n_jobs,
+                                return_as="generator_unordered")(tasks)
+    elif n_jobs == 1:
+        for c in todo:
+            yield run_cell(c, datasets[c.dataset], methods[c.method])
+    else:
+        yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks)
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {msg[0] if msg else ''}".rstrip(": ")
+
+
+def run_cell(cell: Cell, matrix: ScoreMatrix, method: Method) -> dict:
+    """Compute one cell and return its row (errors are recorded, never raised)."""
+    nan = float("nan")
+    row: dict[str, Any] = {
+        "dataset": cell.dataset, "method": cell.method, "split": cell.split,
+        "budget": cell.budget, "k": cell.k,
+        "n_source": cell.n_source, "seed": cell.seed,
+        "mae": nan, "rmse": nan, "kendall": nan, "spearman": nan, "pearson": nan, "r2": nan,
+        "coverage90": nan, "width90": nan,
+        "seconds_select": nan, "seconds_fit": nan, "seconds_predict": nan, "coreset": [],
+        "n_target": len(cell.target_rows), "n_skipped": None, "interval": None,
+        "uses_source_models": None, "error": cell.k_error, "fold": cell.fold,
+        "label": cell.label, "task": method.task, "level": nan, "interval_score90": nan,
+        "n_cells": None, "n_columns": matrix.n_items, "cell": cell.key,
+    }
+    if cell.k is None:
+        return row
+    try:
+        source = matrix.take(cell.source_rows)
+        target = matrix.take(cell.target_rows)
+        t0 = time.perf_counter()
+        selector = method.selector(k=cell.k, seed=cell.seed, **cell.options).fit(source)
+        row["seconds_select"] = time.perf_counter() - t0
+        coreset = selector.coreset_
+        row["coreset"] = [str(i) for i in coreset.items]
+        row["uses_source_models"] = bool(coreset.info.get(
+            "uses_source_models", getattr(selector, "uses_source_models", True)))
+        t0 = time.perf_counter()
+        predictor = method.predictor(seed=cell.seed, **cell.options).fit(source, coreset)
+        row["seconds_fit"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        pred = predictor.predict(target.values[:, coreset.indices])
+        row["seconds_predict"] = time.perf_counter() - t0
+        row["interval"] = pred.interval
+        row["level"] = float(pred.level)
+        row.update(_score(method.task, source, target, coreset.indices, pred))
+    except Exception as exc:  # a failing cell is recorded, the grid goes on
+        row["error"] = _one_line(exc)
+    return row
+
+
+def _score(task: str, source: ScoreMatrix, target: ScoreMatrix, selected: np.ndarray,
+           pred) -> dict:
+    has_interval = pred.interval != "none" and math.isclose(pred.level, LEVEL)
+    if task == "score":
+        truth = target.summary_scores()
+        mean = np.asarray(pred.mean, dtype=float)
+        if mean.size != truth.size:
+            raise ValidationError(
+                f"score prediction has shape {mean.shape}, expected ({truth.size},)")
+        lo, hi = (pred.lower.reshape(truth.shape), pred.upper.reshape(truth.shape)) \
+            if has_interval else (None, None)
+        m = score_metrics(truth, mean.reshape(truth.shape), lo, hi, level=LEVEL)
+        extra = {"n_skipped": int((~np.isfinite(mean)).sum()), "n_cells": int(truth.size)}
+    elif task == "impute":
+        mean, lo, hi = (_full_columns(a, pred, target) for a in (pred.mean, pred.lower,
+                                                                   pred.upper))
+        m = impute_metrics(source.values, target.values, mean, lo if has_interval else None,
+                           hi if has_interval else None, selected=selected, level=LEVEL)
+        extra = {"n_skipped": m["n_skipped"], "n_cells": m["n_cells"]}
+    else:
+        raise ValidationError(f"unknown task {task!r}; expected 'score' or 'impute'")
+    return {"mae": m["mae"], "rmse": m["rmse"], "kendall": m["kendall"],
+            "spearman": m["spearman"], "pearson": m["pearson"], "r2": m["r2"],
+            "coverage90": m["coverage"], "width90": m["width"],
+            "interval_score90": m["interval_score"], **extra}
+
+
+def _full_columns(values: np.ndarray, pred, target: ScoreMatrix) -> np.ndarray:
+    """Imputed values as (n_target, n_columns), mapping ``pred.columns`` ids if given."""
+    values = np.asarray(values, dtype=float)
+    n, d = target.shape
+    if pred.columns is not None:
+        cols = target.item_index(np.asarray(pred.columns).astype(str))
+        if values.shape != (n, len(cols)):
+            raise ValidationError(
+                f"imputed values have shape {values.shape}, expected ({n}, {len(cols)})")
+        full = np.full((n, d), np.nan)
+        full[:, cols] = values
+        return full
+    if values.shape != (n, d):
+        raise ValidationError(f"imputed values have shape {values.shape}, expected ({n}, {d})")
+    return values
+
+
+def _write_summary(df: pd.DataFrame, out: Path) -> Path:
+    from coreval.harness.summary import format_summary, format_table, stability_table
+
+    n_err = int(df["error"].notna().sum()) if len(df) else 0
+    text = [f"# Results summary: {out.name}", "",
+            f"{len(df)} runs, {n_err} failed. Mean ± sd over seeds/folds.", "",
+            format_summary(df), ""]
+    stab = stability_table(df)
+    if len(stab):
+        text += ["## Coreset stability across seeds (Nogueira Φ̂, Hamming)", "",
+                 format_table(stab), ""]
+    return write_text_atomic(out.parent / f"{out.stem}.summary.md", "\n".join(text))

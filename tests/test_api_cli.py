@@ -1,0 +1,105 @@
+"""The user-facing API (select/predict) and the CLI: outputs and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import coreval
+from coreval.cli import app
+from coreval.data.matrix import ScoreMatrix
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def small_matrix(rng) -> ScoreMatrix:
+    theta = rng.normal(size=(40, 1))
+    a = rng.lognormal(0, 0.3, size=(1, 60))
+    d = rng.normal(size=60)
+    p = 1 / (1 + np.exp(-(theta @ a + d)))
+    y = (rng.random(p.shape) < p).astype(float)
+    return ScoreMatrix(y, models=[f"m{i}" for i in range(40)],
+                       items=[f"t/{j}" for j in range(60)], name="small")
+
+
+@pytest.fixture
+def wide_csv(tmp_path, small_matrix):
+    path = tmp_path / "small.csv"
+    small_matrix.to_frame().to_csv(path)
+    return path
+
+
+def test_select_is_deterministic_and_predict_aligns_by_id(small_matrix):
+    a = coreval.select(small_matrix, "random+", budget=10, seed=3)
+    b = coreval.select(small_matrix, "random+", budget=10, seed=3)
+    np.testing.assert_array_equal(a.coreset.indices, b.coreset.indices)
+    row = small_matrix.values[0, a.coreset.indices]
+    by_id = dict(zip(a.coreset.items, row, strict=True))
+    shuffled = dict(reversed(list(by_id.items())))
+    p1, p2 = a.predict(by_id), a.predict(shuffled)
+    assert p1.mean == pytest.approx(p2.mean)
+    assert p1.lower <= p1.mean <= p1.upper
+
+
+def test_predict_rejects_unknown_and_missing_items(small_matrix):
+    fitted = coreval.select(small_matrix, "random+", budget=5, seed=0)
+    good = dict(zip(fitted.coreset.items, np.ones(5), strict=True))
+    with pytest.raises(coreval.ValidationError, match="not in the coreset: nope"):
+        fitted.predict({**good, "nope": 1.0})
+    with pytest.raises(coreval.ValidationError, match="lack coreset items"):
+        fitted.predict(dict(list(good.items())[:3]))
+
+
+def test_unknown_method_error_lists_known_methods(small_matrix):
+    with pytest.raises(coreval.UnknownMethodError, match="unknown method 'nope'; known methods: .*random"):
+        coreval.select(small_matrix, "nope")
+
+
+def test_budget_larger_than_pool(small_matrix):
+    with pytest.raises(coreval.ValidationError, match="larger than the pool of 60"):
+        coreval.select(small_matrix, "random", budget=61)
+
+
+def test_cli_help_lists_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for cmd in ("demo", "compare", "select", "predict", "fit"):
+        assert cmd in result.output
+
+
+def test_cli_select_then_predict_round_trip(tmp_path, wide_csv, small_matrix):
+    out = tmp_path / "coreset.csv"
+    res = runner.invoke(app, ["select", str(wide_csv), "--method", "random+", "--budget", "8",
+                              "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    coreset = pd.read_csv(out)
+    assert len(coreset) == 8
+    new = tmp_path / "new.csv"
+    scores = small_matrix.subset(items=coreset["item"].astype(str).to_numpy()).values[5]
+    pd.DataFrame({"item": coreset["item"], "score": scores}).to_csv(new, index=False)
+    res = runner.invoke(app, ["predict", str(wide_csv), str(new), "--method", "random+",
+                              "--budget", "8"])
+    assert res.exit_code == 0, res.output
+    result = json.loads(res.output)
+    assert result["lower"] <= result["score"] <= result["upper"]
+    assert result["interval"] == "jackknife+"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["select", "{csv}", "--method", "nope"], "unknown method 'nope'"),
+        (["select", "{csv}", "--budget", "1000"], "larger than the pool"),
+        (["select", "does-not-exist.csv"], "does-not-exist"),
+    ],
+)
+def test_cli_errors_are_one_line(args, message, wide_csv):
+    res = runner.invoke(app, [a.replace("{csv}", str(wide_csv)) for a in args])
+    assert res.exit_code == 2
+    lines = [ln for ln in res.output.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], res.output
