@@ -70,7 +70,8 @@ class ScoreMatrix:
     strict: bool = field(default=True, repr=False)
 
     def __post_init__(self) -> None:
-        values = np.asarray(self.values, dtype=np.float64)
+        # A private copy: the matrix is immutable and must not freeze the caller's array.
+        values = np.array(self.values, dtype=np.float64, copy=True)
         if values.ndim != 2:
             raise ValidationError(
                 f"score matrix must be 2-D (models × items), got shape {values.shape}"

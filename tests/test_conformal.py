@@ -1,0 +1,112 @@
+"""Jackknife+ and split-conformal intervals: definitions and coverage on exchangeable data."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from coreval.data.matrix import ScoreMatrix
+from coreval.errors import ValidationError
+from coreval.prediction.conformal import jackknife_plus_interval, split_conformal_interval
+from coreval.prediction.mean import MeanPredictor
+from coreval.prediction.ridge import KernelRidgePredictor, RidgePredictor
+from coreval.selection.base import Coreset
+
+
+def test_jackknife_plus_matches_sorted_definition(rng):
+    n, m, level = 19, 7, 0.8
+    mu = rng.normal(size=(m, n))
+    r = rng.normal(size=n)  # signs must be dropped
+    lower, upper = jackknife_plus_interval(mu, r, level)
+    assert level == 0.8
+    lo_rank, hi_rank = 4, 16   # floor(0.2 * 20) and ceil(0.8 * 20), exact in rationals
+    want_lo = np.sort(mu - np.abs(r), axis=1)[:, lo_rank - 1]
+    want_hi = np.sort(mu + np.abs(r), axis=1)[:, hi_rank - 1]
+    np.testing.assert_allclose(lower, want_lo)
+    np.testing.assert_allclose(upper, want_hi)
+
+
+def test_jackknife_plus_hand_case():
+    # n = 9, level 0.8: ranks floor(0.2 * 10) = 2 and ceil(0.8 * 10) = 8.
+    mu = np.arange(9.0)[None, :]
+    r = np.ones(9)
+    lower, upper = jackknife_plus_interval(mu, r, 0.8)
+    assert lower[0] == 0.0    # second smallest of -1..7
+    assert upper[0] == 8.0    # eighth smallest of 1..9
+
+
+def test_jackknife_plus_infinite_when_too_few_points():
+    lower, upper = jackknife_plus_interval(np.zeros((2, 5)), np.ones(5), 0.95)
+    assert np.all(np.isneginf(lower)) and np.all(np.isposinf(upper))
+
+
+def test_split_conformal_hand_case():
+    residuals = np.array([0.5, -0.1, 0.3, -0.9, 0.2, 0.7, -0.4, 0.6, 0.8])  # n = 9
+    lower, upper = split_conformal_interval(np.array([1.0, 2.0]), residuals, 0.8)
+    q = np.sort(np.abs(residuals))[math.ceil(0.8 * 10) - 1]  # 8th smallest = 0.8
+    np.testing.assert_allclose(lower, [1 - q, 2 - q])
+    np.testing.assert_allclose(upper, [1 + q, 2 + q])
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5])
+def test_level_validation(bad):
+    with pytest.raises(ValidationError, match="level"):
+        split_conformal_interval([0.0], [0.1, 0.2], bad)
+    with pytest.raises(ValidationError, match="level"):
+        jackknife_plus_interval([[0.0, 0.0]], [0.1, 0.2], bad)
+
+
+def test_shape_and_nan_validation():
+    with pytest.raises(ValidationError, match="residuals"):
+        jackknife_plus_interval(np.zeros((3, 4)), np.ones(5))
+    with pytest.raises(ValidationError, match="NaN"):
+        jackknife_plus_interval(np.zeros((1, 3)), [1.0, np.nan, 1.0])
+
+
+def test_split_conformal_coverage_iid(rng):
+    """Exact finite-sample coverage: ceil(0.9 * 31) / 31 = 0.903 for n = 30."""
+    hits = []
+    for _ in range(4000):
+        calib = rng.standard_t(df=3, size=30)
+        new = rng.standard_t(df=3)
+        lo, hi = split_conformal_interval(np.array([0.0]), calib, 0.9)
+        hits.append(lo[0] <= new <= hi[0])
+    assert 0.885 < np.mean(hits) < 0.92
+
+
+def _simulated_matrix(rng, n_models: int, n_items: int = 40) -> ScoreMatrix:
+    """Continuous factor data: exchangeable models, summary score = row mean."""
+    theta = rng.normal(size=(n_models, 2))
+    loadings = rng.normal(size=(2, n_items))
+    values = theta @ loadings + rng.normal(scale=1.0, size=(n_models, n_items))
+    return ScoreMatrix(values)
+
+
+@pytest.mark.parametrize("cls", [RidgePredictor, KernelRidgePredictor])
+def test_jackknife_plus_coverage_near_nominal(rng, cls):
+    n_draws = 40 if cls is RidgePredictor else 8
+    covered = []
+    for _ in range(n_draws):
+        data = _simulated_matrix(rng, 30 + 60)
+        source, target = data.take(np.arange(30)), data.take(np.arange(30, 90))
+        coreset = Coreset.from_indices(source, np.arange(6))
+        pred = cls().fit(source, coreset).predict(target.values[:, :6])
+        truth = target.summary_scores()
+        assert pred.interval == "jackknife+"
+        covered.append(np.mean((truth >= pred.lower) & (truth <= pred.upper)))
+    assert 0.85 <= np.mean(covered) <= 0.97
+
+
+def test_mean_predictor_split_conformal_coverage(rng):
+    covered = []
+    for _ in range(150):
+        data = _simulated_matrix(rng, 30 + 40)
+        source, target = data.take(np.arange(30)), data.take(np.arange(30, 70))
+        coreset = Coreset.from_indices(source, np.arange(8))
+        pred = MeanPredictor().fit(source, coreset).predict(target.values[:, :8])
+        assert pred.interval == "split-conformal"
+        truth = target.summary_scores()
+        covered.append(np.mean((truth >= pred.lower) & (truth <= pred.upper)))
+    assert 0.87 <= np.mean(covered) <= 0.94
