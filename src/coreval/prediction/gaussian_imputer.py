@@ -1,0 +1,161 @@
+"""Gaussian conditional imputation of unselected benchmarks with predictive intervals.
+
+Smola, "Submodular Benchmark Selection" (2026), Section 5 / protocol section 6: in the
+training-standardised space, a new model's unselected benchmarks ``e`` are predicted from
+the selected benchmarks ``a`` it actually has by
+
+    z_e = W z_a,   W = R_ea (R_aa + ridge I)^{-1}           (ridge = 0.01)
+
+with ``R`` the source correlation; the standardisation is undone afterwards. The interval
+of each predicted benchmark is the central ``level`` interval of the Gaussian conditional
+``N(W z_a, diag(R_ee - W R_ae))`` mapped back to raw scores ("gaussian-conditional").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import norm
+
+from coreval.data.matrix import ScoreMatrix
+from coreval.errors import ValidationError
+from coreval.prediction.base import Prediction, Predictor
+from coreval.selection.base import Coreset
+from coreval.selection.gaussian.covariance import (
+    PROTOCOL_TOL,
+    apply_transform,
+    invert_transform,
+)
+from coreval.selection.gaussian_selector import (
+    cached_estimate,
+    estimate_options,
+    source_fingerprint,
+)
+
+
+class GaussianImputer(Predictor):
+    """Impute every benchmark of new models from their scores on the selected benchmarks.
+
+    Parameters
+    ----------
+    level : float
+        Nominal coverage of the per-benchmark intervals (default 0.9).
+    ridge : float
+        Ridge added to ``R_aa`` (0.01 as in the reference).
+    clip : float or None
+        Standardised inputs are clipped to ``[-clip, clip]`` (the reference clips test
+        z-scores at 10); None disables.
+    estimator, release, max_iter, eps, shrinkage, tol, min_observed, transform,
+    unit_diagonal, n_threads
+        Correlation estimate on the source models (see
+        :func:`coreval.selection.gaussian.covariance.estimate_correlation`). When the coreset
+        came from a Gaussian selector with the same options on the same source, its estimate
+        is reused.
+
+    Attributes
+    ----------
+    estimate_ : CorrelationEstimate
+        Source correlation and standardisation.
+    mean_, scale_ : ndarray of shape (n_columns,)
+        Standardisation of every source column in the (transformed) score space: observed
+        mean and floored std (NaN for dropped columns). ``(y - mean_) / scale_`` is the
+        training-standardised space in which the protocol computes R².
+    columns_ : ndarray of str
+        Source column ids (the columns of ``Prediction.mean``).
+
+    Notes
+    -----
+    ``Prediction.mean`` has shape (n_models, n_columns): every column is predicted; a
+    selected benchmark the model has keeps its observed value (zero-width interval), a
+    selected benchmark it lacks is predicted like an unselected one. A model with none of the
+    selected benchmarks gets a NaN row (the reference skips it). Dropped columns (too few
+    source observations) are NaN.
+
+    References
+    ----------
+    Smola, A. (2026). Submodular Benchmark Selection, code ``impute_and_evaluate``.
+    """
+
+    task = "impute"
+    allows_missing_responses = True
+
+    def __init__(self, level: float = 0.9, ridge: float = 0.01, *, clip: float | None = 10.0,
+                 estimator: str = "auto", release: str = "head", max_iter: int | None = None,
+                 eps: float | None = None, shrinkage: float | str | None = None,
+                 tol: float = PROTOCOL_TOL, min_observed: int = 2, transform: str = "none",
+                 unit_diagonal: bool = False, n_threads: int | None = 1) -> None:
+        self.level = level
+        self.ridge = ridge
+        self.clip = clip
+        self.estimator = estimator
+        self.release = release
+        self.max_iter = max_iter
+        self.eps = eps
+        self.shrinkage = shrinkage
+        self.tol = tol
+        self.min_observed = min_observed
+        self.transform = transform
+        self.unit_diagonal = unit_diagonal
+        self.n_threads = n_threads
+
+    def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
+        if not 0.0 < self.level < 1.0:
+            raise ValidationError(f"level must be in (0, 1), got {self.level}")
+        if self.ridge < 0:
+            raise ValidationError(f"ridge must be non-negative, got {self.ridge}")
+        opts = estimate_options(self)
+        info = coreset.info
+        if (info.get("gaussian_options") == opts
+                and info.get("gaussian_fingerprint") == source_fingerprint(source)):
+            est = info["gaussian_estimate"]
+        else:
+            est = cached_estimate(source, opts)
+        self.estimate_ = est
+        n = source.n_items
+        self.columns_ = source.items
+        self.mean_ = np.full(n, np.nan)
+        self.scale_ = np.full(n, np.nan)
+        self.mean_[est.columns] = est.standardization.mean
+        self.scale_[est.columns] = est.standardization.std
+        self.kept_ = np.full(n, -1, dtype=np.intp)  # source column -> row of the correlation
+        self.kept_[est.columns] = np.arange(len(est.columns))
+
+    def _predict(self, x: np.ndarray) -> Prediction:
+        est = self.estimate_
+        corr = est.correlation
+        n_models, n = x.shape[0], len(self.columns_)
+        sel = self.coreset_.indices
+        sel_kept = self.kept_[sel]
+        z = (apply_transform(x, self.transform) - self.mean_[sel]) / self.scale_[sel]
+        if self.clip is not None:
+            z = np.clip(z, -self.clip, self.clip)
+        usable = ~np.isnan(z) & (sel_kept >= 0)
+        mean_z = np.full((n_models, len(est.columns)), np.nan)
+        sd_z = np.full((n_models, len(est.columns)), np.nan)
+        patterns, inverse = np.unique(usable, axis=0, return_inverse=True)
+        inverse = inverse.ravel()
+        for g, pattern in enumerate(patterns):
+            rows = np.flatnonzero(inverse == g)
+            if not pattern.any():
+                continue  # no selected benchmark observed: NaN row (skipped by the reference)
+            a = sel_kept[pattern]  # selection order
+            r_aa = corr[np.ix_(a, a)] + self.ridge * np.eye(len(a))
+            r_ka = corr[:, a]
+            w = np.linalg.solve(r_aa, r_ka.T).T  # (n_kept, |a|)
+            var = np.diag(corr) - (w * r_ka).sum(axis=1)
+            mean_z[rows] = z[np.ix_(rows, np.flatnonzero(pattern))] @ w.T
+            sd_z[rows] = np.sqrt(np.maximum(var, 0.0))
+        half = norm.ppf(0.5 + self.level / 2.0) * sd_z
+        m, s = est.standardization.mean, est.standardization.std
+        mean = np.full((n_models, n), np.nan)
+        lower = np.full((n_models, n), np.nan)
+        upper = np.full((n_models, n), np.nan)
+        mean[:, est.columns] = invert_transform(m + s * mean_z, self.transform)
+        lower[:, est.columns] = invert_transform(m + s * (mean_z - half), self.transform)
+        upper[:, est.columns] = invert_transform(m + s * (mean_z + half), self.transform)
+        # selected benchmarks the model has keep their observed value
+        has = ~np.isnan(x) & usable.any(axis=1)[:, None]
+        for col in range(len(sel)):
+            rows = np.flatnonzero(has[:, col])
+            mean[rows, sel[col]] = lower[rows, sel[col]] = upper[rows, sel[col]] = x[rows, col]
+        return Prediction(mean=mean, lower=lower, upper=upper, level=self.level,
+                          interval="gaussian-conditional", columns=self.columns_)

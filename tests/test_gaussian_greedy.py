@@ -1,0 +1,174 @@
+"""Greedy entropy / MI selection: closed forms, the direct O(kN^3) procedure, costs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from coreval.errors import ValidationError
+from coreval.selection.gaussian.greedy import (
+    greedy_entropy,
+    greedy_mi,
+    greedy_mi_direct,
+    residual_variance,
+    set_value,
+)
+
+
+def _corr(rng: np.random.Generator, n: int, rank: int | None = None,
+          jitter: float = 0.1) -> np.ndarray:
+    a = rng.normal(size=(n, rank or n))
+    s = a @ a.T + jitter * np.eye(n)
+    d = 1 / np.sqrt(np.diag(s))
+    return s * np.outer(d, d)
+
+
+def _cond_var(cov: np.ndarray, v: int, given: list[int]) -> float:
+    if not given:
+        return float(cov[v, v])
+    g = np.asarray(given)
+    return float(cov[v, v] - cov[v, g] @ np.linalg.solve(cov[np.ix_(g, g)], cov[g, v]))
+
+
+def test_entropy_is_greedy_max_conditional_variance(rng):
+    for _ in range(20):
+        n = int(rng.integers(4, 25))
+        cov = _corr(rng, n) * rng.uniform(0.5, 2.0, n)[:, None] ** 0  # correlation
+        scale = rng.uniform(0.5, 2.0, n)
+        cov = cov * np.outer(scale, scale)
+        res = greedy_entropy(cov, min(n, 8))
+        chosen: list[int] = []
+        for j in res.selected:
+            rest = [v for v in range(n) if v not in chosen]
+            variances = [_cond_var(cov, v, chosen) for v in rest]
+            assert _cond_var(cov, j, chosen) == pytest.approx(max(variances), rel=1e-8)
+            chosen.append(int(j))
+        # residual variance after the last pick, closed form
+        assert res.residual_variance[-1] == pytest.approx(
+            residual_variance(cov, chosen, ridge=0.0), rel=1e-6, abs=1e-10)
+
+
+def test_entropy_first_pick_tie_break_is_lowest_index():
+    rng = np.random.default_rng(0)
+    corr = _corr(rng, 10)
+    noisy = corr.copy()
+    np.fill_diagonal(noisy, 1.0)
+    noisy[6, 6] = np.nextafter(1.0, 2.0)  # 1 + 2.2e-16, as rounding leaves it in the reference
+    noisy[2, 2] = np.nextafter(1.0, 0.0)
+    assert greedy_entropy(noisy, 1).selected[0] == 0
+    assert greedy_entropy(noisy, 1, tie_tol=0.0).selected[0] == 6  # plain argmax
+
+
+def test_mi_fast_equals_direct_on_many_matrices():
+    rng = np.random.default_rng(1)
+    for _ in range(60):
+        n = int(rng.integers(3, 40))
+        corr = _corr(rng, n, rank=int(rng.integers(1, n + 1)),
+                     jitter=float(10 ** rng.uniform(-6, 0)))
+        k = int(rng.integers(1, n + 1))
+        with threadpool_limits(1):  # small matrices: threads only add contention
+            fast, direct = greedy_mi(corr, k), greedy_mi_direct(corr, k)
+        np.testing.assert_array_equal(fast.selected, direct.selected)
+        np.testing.assert_allclose(fast.gains, direct.gains, rtol=1e-6, atol=1e-8)
+
+
+def test_mi_pick_maximises_the_mi_gain(rng):
+    corr = _corr(rng, 12, rank=6)
+    res = greedy_mi(corr, 5)
+    chosen: list[int] = []
+    for j in res.selected:
+        rest = [v for v in range(12) if v not in chosen]
+        gains = [set_value(corr, [*chosen, v], "mi") - set_value(corr, chosen, "mi")
+                 for v in rest]
+        assert rest[int(np.argmax(gains))] == j
+        chosen.append(int(j))
+
+
+def test_lazy_entropy_equals_eager(rng):
+    for _ in range(30):
+        n = int(rng.integers(3, 40))
+        cov = _corr(rng, n) * np.outer(*(2 * [rng.uniform(0.5, 2, n)]))
+        k = int(rng.integers(1, n + 1))
+        eager = greedy_entropy(cov, k, tie_tol=0.0)
+        lazy = greedy_entropy(cov, k, lazy=True)
+        np.testing.assert_array_equal(eager.selected, lazy.selected)
+        assert lazy.residual_variance[-1] == pytest.approx(eager.residual_variance[-1],
+                                                           abs=1e-8)
+
+
+def test_mandatory_benchmarks_come_first(rng):
+    corr = _corr(rng, 10)
+    for fn in (greedy_entropy, greedy_mi):
+        res = fn(corr, 4, mandatory=[7, 2])
+        assert list(res.selected[:2]) == [7, 2] and len(set(res.selected)) == 4
+    np.testing.assert_array_equal(greedy_mi(corr, 4, mandatory=[7, 2]).selected,
+                                  greedy_mi_direct(corr, 4, mandatory=[7, 2]).selected)
+
+
+def test_costs_validation(rng):
+    corr = _corr(rng, 5)
+    with pytest.raises(ValidationError, match="positive"):
+        greedy_mi(corr, 3, costs=[1, 1, -1, 1, 1], budget=3)
+    with pytest.raises(ValidationError, match="cheapest"):
+        greedy_mi(corr, 3, costs=[2, 2, 2, 2, 2], budget=1)
+    with pytest.raises(ValidationError, match="budget"):
+        greedy_mi(corr, 3, costs=[1, 1, 1, 1, 1])
+    with pytest.raises(ValidationError, match="mandatory"):
+        greedy_mi(corr, 3, costs=[5, 1, 1, 1, 1], budget=2, mandatory=[0])
+    with pytest.raises(ValidationError, match="6 costs for 5"):
+        greedy_entropy(corr, 3, costs=[1] * 5 + [1], budget=2)
+
+
+def test_cost_effective_greedy_respects_budget_and_uniform_costs_match_plain(rng):
+    corr = _corr(rng, 15, rank=5)
+    costs = rng.uniform(0.5, 3.0, 15)
+    res = greedy_mi(corr, 15, costs=costs, budget=4.0)
+    assert costs[res.selected].sum() <= 4.0 + 1e-9
+    plain = greedy_mi(corr, 4)
+    uniform = greedy_mi(corr, 15, costs=np.ones(15), budget=4.0)
+    np.testing.assert_array_equal(uniform.selected[:4], plain.selected)
+
+
+def test_best_singleton_beats_cost_effective_when_it_should():
+    # 0 and 1 are strongly correlated but expensive; (2, 3) and (4, 5) weakly, and cheap:
+    # the gain/cost rule spends on 2 and 4 (MI 0.094) and can then not afford 0 (MI 1.16)
+    corr = np.eye(6)
+    for i, j, r in ((0, 1, 0.95), (2, 3, 0.3), (4, 5, 0.3)):
+        corr[i, j] = corr[j, i] = r
+    costs = np.array([100.0, 100.0, 1.0, 1.0, 1.0, 1.0])
+    res = greedy_mi(corr, 6, costs=costs, budget=100.0)
+    assert res.rule == "best-singleton" and list(res.selected) == [0]
+    assert set_value(corr, [0], "mi") > set_value(corr, [2, 4], "mi")
+
+
+def test_set_values_closed_form(rng):
+    corr = _corr(rng, 6)
+    s = [1, 4]
+    ent = 0.5 * (2 * np.log(2 * np.pi * np.e) + np.linalg.slogdet(corr[np.ix_(s, s)])[1])
+    assert set_value(corr, s, "entropy") == pytest.approx(ent)
+    c = [0, 2, 3, 5]
+    mi = 0.5 * (np.linalg.slogdet(corr[np.ix_(s, s)])[1]
+                + np.linalg.slogdet(corr[np.ix_(c, c)])[1] - np.linalg.slogdet(corr)[1])
+    assert set_value(corr, s, "mi") == pytest.approx(mi)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValidationError, match="square"):
+        greedy_mi(np.ones((3, 4)), 1)
+    with pytest.raises(ValidationError, match="k=5"):
+        greedy_entropy(np.eye(3), 5)
+    with pytest.raises(ValidationError, match="symmetric"):
+        greedy_entropy(np.array([[1.0, 0.5], [0.1, 1.0]]), 1)
+
+
+@pytest.mark.shared
+def test_mi_fast_equals_direct_on_mteb_fold(load_shared):
+    from coreval.selection.gaussian.covariance import estimate_correlation
+
+    values = load_shared("mteb").values
+    folds = np.array_split(np.random.default_rng(42).permutation(len(values)), 10)
+    corr = estimate_correlation(values[np.concatenate(folds[:9])], min_observed=1).correlation
+    with threadpool_limits(1):
+        np.testing.assert_array_equal(greedy_mi(corr, 15).selected,
+                                      greedy_mi_direct(corr, 15).selected)
