@@ -255,6 +255,42 @@ def method_section(matrix: ScoreMatrix, best: str, ks: list[int], n_splits: int)
             "calibration models (counted as covering).", "", table(pd.DataFrame(rows)), ""]
 
 
+#: What of this implementation comes from the paper, from the issue spec, or is our choice.
+PROVENANCE: list[str] = [
+    "### Provenance of the details",
+    "",
+    "Only the paper's **abstract** could be read (arXiv 2510.17998v1 HTML, ACL Anthology "
+    "2025.findings-emnlp.711, OpenReview UIvWdSL4mz): the stored copies of the arXiv HTML "
+    "page end at the first sentences of Section 1, and the authors' code "
+    "(github.com/nishantsubramani/simba) is not in the code index searched. So:",
+    "",
+    "* **From the paper (abstract):** the three phases — stalk (dataset & model comparisons), "
+    "prowl (a representative subset found from raw scores alone, judged by its coverage, "
+    "with >= 95 % as the target level) and pounce (predicting held-out models from the "
+    "subset, judged by mean-squared error and preserved model ranks) — and its headline "
+    "numbers: >= 95 % coverage with 1/16 HELM, 1/58 MMLU and 21/74 BigBenchLite datasets.",
+    "* **From the issue spec (not checkable against the paper's text):** the normalisation "
+    "`max(0, (x − c)/(1 − c))`; stalk classes linear / exponential / power-law / none with "
+    "an R² threshold of 0.5; the nine similarity measures; coverage η = Pearson(MWR(full), "
+    "MWR(S)); SCAUC and |S*| at η >= 0.95; greedy PROXY_COVERAGE up to γ with an optional "
+    "beam; the random (1000 runs), greedy-min and greedy-max baselines; ridge / kNN / MLP "
+    "(1 and 2 hidden layers) pounce predictors; AUC-MSE; noise σ² ∈ {0.05, 0.1}.",
+    "* **Our choices (documented in the module docstrings):** the six stalk regressors "
+    "(linear, logarithmic, exponential, power-law, quadratic, cubic) and selection by "
+    "adjusted R²; win = strictly higher score (ties are not wins); a model without "
+    "comparable pairs gets MWR 0.5; a constant MWR vector has coverage 0; the "
+    "distance-to-similarity maps; the proxy coverage `mean_j max_{s∈S} sim(j, s)`; SCAUC = "
+    "mean of η(k), k = 1..n (area over k/n); AUC-MSE = trapezoid area of MSE over k/n "
+    "divided by its range; the pounce protocol (random 80/20 model splits, prefix sizes, "
+    "mean imputation, noise added to the regressor inputs); min-max scaling of "
+    "native-scale columns; pairwise-complete handling of missing entries.",
+    "* **Data caveat:** helm_lite_summary (and merged, as `helm/Mean win rate`) contains "
+    "HELM's aggregate column `Mean win rate`, a win-rate summary of the other columns; on "
+    "helm_lite_summary it alone has η = 0.994 (GSM8K, OpenbookQA and MedQA alone also reach "
+    "0.95). The paper's HELM had 16 datasets; these matrices are not the paper's.",
+    "",
+]
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", nargs="+", default=["helm_lite_summary", "merged"])
@@ -270,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             "Performance Matrices Alone* (Findings of EMNLP). Scores normalised with "
             "`max(0, (x − chance)/(1 − chance))` (chance 0; native-scale columns min-max "
             "scaled first); missing entries handled pairwise-complete (see "
-            "`coreval.selection.simba`).", "", f"Command: `{command.strip()}`", ""]
+            "`coreval.selection.simba`).", "", f"Command: `{command.strip()}`", "",
+            *PROVENANCE]
     for name in args.datasets:
         t_all = time.perf_counter()
         matrix = read_npz(SHARED / "data" / f"{name}.npz")

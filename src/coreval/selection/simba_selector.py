@@ -34,7 +34,7 @@ class SimbaSelector(Selector):
         One of the nine measures: pearson, spearman, kendall, cosine, manhattan, euclidean,
         minkowski (p = 3), wasserstein, jensenshannon.
     beam : int
-        Beam width of the search (1 = greedy, as in the paper's default).
+        Beam width of the search (1 = greedy, the default; the beam is an issue-spec option).
     chance : float, array-like, dict or None
         Chance level per benchmark in native units (default 0).
     min_overlap : int

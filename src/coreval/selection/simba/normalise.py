@@ -1,18 +1,19 @@
 """SimBA score normalisation: chance correction, then the unit interval.
 
 Subramani, Gomez & Diab, "SimBA: Simplifying Benchmark Analysis Using Performance Matrices
-Alone" (Findings of EMNLP 2025), compare datasets on scores normalised to ``[0, 1]`` with
-chance performance mapped to 0:
+Alone" (Findings of EMNLP 2025): the issue spec (the paper's text was not available to us)
+compares datasets on scores normalised to ``[0, 1]`` with chance performance mapped to 0:
 
     y = max(0, (x - c) / (1 - c))
 
 with ``c`` the chance score of the benchmark (default 0). Benchmark-level matrices in coreval
 also hold columns on native scales (percentages, Elo, MT-Bench 1-10). A column whose observed
 source values leave ``[0, 1]`` is first min-max scaled to ``[0, 1]`` on the source models
-(``(x - min) / (max - min)``); its chance level, given in native units, is mapped through the
-same affine map. Columns already inside ``[0, 1]`` are taken as proportions and are not
-rescaled. A chance level that is not given (the default, or a column missing from a dict) is
-0 *after* this map, i.e. the source minimum of a native-scale column and 0 of a proportion.
+(``(x - min) / (max - min)``; this step is our choice); its chance level, given in native
+units, is mapped through the same affine map. Columns already inside ``[0, 1]`` are taken as
+proportions and are not rescaled. A chance level that is not given (the default, or a column
+missing from a dict) is 0 *after* this map, i.e. the source minimum of a native-scale column and
+0 of a proportion.
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ scores that the models obtained on them. Every measure is computed with SciPy on
 that have **both** scores (pairwise-complete); a pair with fewer than ``min_overlap`` common
 models, or a degenerate pair (e.g. a constant vector for a correlation), gets NaN.
 
-Distances are turned into similarities in ``[0, 1]`` (1 = identical) as follows; the score
-vectors live in ``[0, 1]`` after :mod:`.normalise`:
+The nine measures are those of the issue spec (the paper's text was not available); the
+conversions below are our choice. Distances are turned into similarities in ``[0, 1]``
+(1 = identical) as follows; the score vectors live in ``[0, 1]`` after :mod:`.normalise`:
 
 * Manhattan, Euclidean, Minkowski (p = 3): the distance is divided by ``n^(1/p)`` (``n``
   common models), i.e. the power mean of ``|a - b|``, which lies in ``[0, 1]`` and does not

@@ -28,7 +28,8 @@ by nonlinear least squares (``scipy.optimize.curve_fit``) started from the log-s
 a pair is fitted on the models (or datasets) that both have, and pairs with fewer than
 ``min_overlap`` common entries are ``"insufficient"``.
 
-The paper reports relations as linear, exponential, power-law or none; :data:`KINDS` maps the
+The issue spec (after the paper, whose text we could not read) names the relations linear,
+exponential, power-law or none; :data:`KINDS` maps the
 six labels onto those, with logarithmic / quadratic / cubic fits reported as ``"other"``
 (a monotone or curved relation that is none of the three named forms).
 """
@@ -51,7 +52,7 @@ FAMILIES: dict[str, int] = {
     "linear": 2, "logarithmic": 2, "exponential": 2, "power-law": 2, "quadratic": 3, "cubic": 4,
 }
 
-#: Coarse relation kind of each label (the paper's linear / exponential / power-law / none).
+#: Coarse relation kind of each label (the spec's linear / exponential / power-law / none).
 KINDS: dict[str, str] = {
     "linear": "linear", "exponential": "exponential", "power-law": "power-law",
     "logarithmic": "other", "quadratic": "other", "cubic": "other", "none": "none",
