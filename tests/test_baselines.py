@@ -213,6 +213,22 @@ def test_kernel_ridge_predictor_matches_gridsearch(rng):
     np.testing.assert_allclose(pred.predict(x).mean, np.clip(ref.predict(x), 0, 1))
 
 
+def test_kernel_ridge_jackknife_matches_refits(rng):
+    data = continuous_matrix(rng, 25, 10)
+    coreset = Coreset.from_indices(data, [0, 3, 6])
+    x, y = data.values[:, coreset.indices], data.summary_scores()
+    pred = KernelRidgePredictor(level=0.8).fit(data, coreset)
+    new = continuous_matrix(rng, 6, 10).values[:, coreset.indices]
+    out = pred.predict(new)
+    loo = [KernelRidge(alpha=pred.alpha_, kernel="poly", degree=2, coef0=1)
+           .fit(np.delete(x, i, 0), np.delete(y, i)) for i in range(25)]
+    resid = [abs(y[i] - m.predict(x[i:i + 1])[0]) for i, m in enumerate(loo)]
+    lo, hi = jackknife_plus_interval(np.column_stack([m.predict(new) for m in loo]), resid, 0.8)
+    np.testing.assert_allclose(out.lower, lo, atol=1e-8)
+    np.testing.assert_allclose(out.upper, hi, atol=1e-8)
+    np.testing.assert_allclose(pred.loo_residuals_, resid, atol=1e-8)
+
+
 def test_mean_predictor_plain_and_weighted(rng):
     data = binary_matrix(rng, 30, 20)
     plain = Coreset.from_indices(data, [1, 2, 3, 4])
