@@ -111,6 +111,9 @@ def compare(
     out: Annotated[Path, typer.Option(help="Parquet file with one row per run.")] =
         Path("results.parquet"),
     n_jobs: Annotated[int, typer.Option(help="Parallel joblib workers.")] = 1,
+    calibration: Annotated[str, typer.Option(
+        help="Intervals: 'native' (the predictor's own) or 'cv' (split conformal on "
+        "out-of-fold residuals with the selection redone in each fold).")] = "native",
     scheduler: Annotated[str | None, typer.Option(
         help="dask.distributed scheduler ADDRESS; runs the grid on that cluster.")] = None,
     data_dir: DataDirOpt = None,
@@ -135,7 +138,9 @@ def compare(
         n_source = [None]
     df = run_grid(matrices, _csv_list(methods), _budgets(budget), n_source=n_source,
                   seeds=list(range(seeds)), split=split, folds=folds, holdout=holdout, out=out,
-                  n_jobs=n_jobs, scheduler=scheduler)
+                  n_jobs=n_jobs, scheduler=scheduler,
+                  method_options=None if calibration == "native" else
+                  {m: {"calibration": calibration} for m in _csv_list(methods)})
     typer.echo(format_summary(df))
     typer.echo(f"wrote {out}")
 
@@ -180,6 +185,9 @@ def predict_cmd(
         "random++",
     budget: Annotated[float, typer.Option(help="Same budget as used for select.")] = 0.1,
     seed: Annotated[int, typer.Option(help="Same seed as used for select.")] = 0,
+    calibration: Annotated[str, typer.Option(
+        help="Intervals: 'native' (the predictor's own) or 'cv' (split conformal on "
+        "out-of-fold residuals with the selection redone in each fold).")] = "native",
     data_dir: DataDirOpt = None,
 ) -> None:
     """Predict a new model's full score (with a 90% interval) from its coreset responses.
@@ -194,7 +202,7 @@ def predict_cmd(
     table = pd.read_csv(responses)
     if not {"item", "score"} <= set(table.columns):
         raise CorevalError(f"{responses} needs columns item, score; got {list(table.columns)}")
-    fitted = select(_load(data, data_dir), method, budget, seed=seed)
+    fitted = select(_load(data, data_dir), method, budget, seed=seed, calibration=calibration)
     series = pd.Series(table["score"].to_numpy(float), index=table["item"].astype(str))
     pred = fitted.predict(series)
     result = {"method": method, "k": len(fitted.coreset), "score": float(pred.mean.ravel()[0]),

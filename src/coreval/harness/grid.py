@@ -35,6 +35,7 @@ from coreval.harness.store import (
     stable_hash,
     to_frame,
 )
+from coreval.pipeline import fit_method
 from coreval.registry import Method, get_method
 from coreval.selection.base import resolve_budget
 
@@ -281,18 +282,15 @@ def run_cell(cell: Cell, matrix: ScoreMatrix, method: Method) -> dict:
     try:
         source = matrix.take(cell.source_rows)
         target = matrix.take(cell.target_rows)
-        t0 = time.perf_counter()
-        selector = method.selector(k=cell.k, seed=cell.seed, **cell.options).fit(source)
-        row["seconds_select"] = time.perf_counter() - t0
-        coreset = selector.coreset_
+        fitted = fit_method(method, source, cell.k, seed=cell.seed, **cell.options)
+        row["seconds_select"] = fitted.seconds["select"]
+        row["seconds_fit"] = fitted.seconds["fit"]
+        coreset = fitted.coreset
         row["coreset"] = [str(i) for i in coreset.items]
         row["uses_source_models"] = bool(coreset.info.get(
-            "uses_source_models", getattr(selector, "uses_source_models", True)))
+            "uses_source_models", getattr(fitted.selector, "uses_source_models", True)))
         t0 = time.perf_counter()
-        predictor = method.predictor(seed=cell.seed, **cell.options).fit(source, coreset)
-        row["seconds_fit"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        pred = predictor.predict(target.values[:, coreset.indices])
+        pred = fitted.predict_array(target.values[:, coreset.indices])
         row["seconds_predict"] = time.perf_counter() - t0
         row["interval"] = pred.interval
         row["level"] = float(pred.level)
