@@ -103,3 +103,24 @@ def test_cli_errors_are_one_line(args, message, wide_csv):
     assert res.exit_code == 2
     lines = [ln for ln in res.output.strip().splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], res.output
+
+
+def test_cli_report_writes_a_score_card(tmp_path, wide_csv, small_matrix):
+    fitted = coreval.select(small_matrix, "random+", budget=8, seed=0)
+    new = tmp_path / "new.csv"
+    pd.DataFrame({"item": fitted.coreset.items,
+                  "score": small_matrix.values[3, fitted.coreset.indices]}).to_csv(new, index=False)
+    card = tmp_path / "card.md"
+    res = runner.invoke(app, ["report", str(wide_csv), str(new), "--method", "random+",
+                              "--budget", "8", "--name", "m3", "--out", str(card)])
+    assert res.exit_code == 0, res.output
+    text = card.read_text()
+    assert "m3" in text and "90%" in text
+
+
+def test_cli_rejects_a_responses_file_that_is_not_csv(tmp_path, wide_csv):
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(bytes(range(256)) * 4)
+    res = runner.invoke(app, ["predict", str(wide_csv), str(bad)])
+    assert res.exit_code == 2
+    assert res.output.strip().startswith("error:") and len(res.output.strip().splitlines()) == 1

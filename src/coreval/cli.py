@@ -55,6 +55,23 @@ def _budgets(value: str) -> list[float]:
     return out
 
 
+def _read_responses(path: Path):
+    """A new model's responses: a CSV with columns item, score -> Series indexed by item id."""
+    import pandas as pd
+
+    try:
+        table = pd.read_csv(path)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise CorevalError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
+    if not {"item", "score"} <= set(table.columns):
+        raise CorevalError(f"{path} needs columns item, score; got {list(table.columns)}")
+    try:
+        scores = table["score"].to_numpy(float)
+    except ValueError:
+        raise CorevalError(f"{path}: column score must be numeric") from None
+    return pd.Series(scores, index=table["item"].astype(str))
+
+
 def _load(data: str, data_dir: Path | None):
     from coreval.data.io import load_matrix
 
@@ -195,15 +212,10 @@ def predict_cmd(
     Refits the method with the same seed, so the coreset is the one ``coreval select``
     printed. Example: ``coreval predict mmlu new_model.csv --method mrmr++ --budget 100``.
     """
-    import pandas as pd
-
     from coreval.api import select
 
-    table = pd.read_csv(responses)
-    if not {"item", "score"} <= set(table.columns):
-        raise CorevalError(f"{responses} needs columns item, score; got {list(table.columns)}")
+    series = _read_responses(responses)
     fitted = select(_load(data, data_dir), method, budget, seed=seed, calibration=calibration)
-    series = pd.Series(table["score"].to_numpy(float), index=table["item"].astype(str))
     pred = fitted.predict(series)
     result = {"method": method, "k": len(fitted.coreset), "score": float(pred.mean.ravel()[0]),
               "lower": float(pred.lower.ravel()[0]), "upper": float(pred.upper.ravel()[0]),
@@ -237,6 +249,35 @@ def fit_cmd(
     path = result.save(out)
     typer.echo(result.items.head(20).to_string(index=False))
     typer.echo(f"wrote {path}")
+
+
+@app.command("report")
+@_one_line_errors
+def report_cmd(
+    data: Annotated[str, typer.Argument(help="Score matrix of known models: path or bare name.")],
+    responses: Annotated[Path, typer.Argument(help="CSV of the new model: columns item, score.")],
+    method: Annotated[str, typer.Option(help="Method name (same as used for select).")] =
+        "random++",
+    budget: Annotated[float, typer.Option(help="Same budget as used for select.")] = 0.1,
+    seed: Annotated[int, typer.Option(help="Same seed as used for select.")] = 0,
+    name: Annotated[str, typer.Option(help="Name of the new model on the card.")] = "new model",
+    level: Annotated[float, typer.Option(help="Interval level.")] = 0.9,
+    out: Annotated[Path, typer.Option(help="Card file: .md (Markdown) or .html (HTML).")] =
+        Path("score_card.md"),
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Write an uncertainty-aware score card (score, interval, rank, subtasks) for a new model.
+
+    Refits the method with the same seed, so the coreset is the one ``coreval select``
+    printed. Example: ``coreval report mmlu new.csv --method irt-bayes --budget 100
+    --out card.html``.
+    """
+    from coreval.report.score_card import score_card
+
+    card = score_card(_load(data, data_dir), _read_responses(responses), method=method,
+                      budget=budget, seed=seed, model_name=name, level=level, out=out)
+    typer.echo(json.dumps(card.summary(), indent=2))
+    typer.echo(f"score card written to {out}")
 
 
 def main() -> None:  # pragma: no cover - console entry point

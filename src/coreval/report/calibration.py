@@ -1,0 +1,292 @@
+"""Interval calibration: predictions at several levels, empirical coverage, width vs budget.
+
+A predictor's interval has a nominal level (``Prediction.level``). To check it,
+predict the held-out models at several levels and compare the fraction of true
+scores inside each interval with its level. Intervals at other levels come from
+
+* the posterior draws (``Prediction.draws``), as equal-tailed quantiles, when the
+  prediction has them (``interval = "posterior"``);
+* the predictor itself, re-run with ``set_params(level=...)``, when it has a
+  ``level`` parameter (conformal / jackknife+ / GAM / Gaussian intervals);
+* otherwise a normal approximation: the standard deviation implied by the
+  predicted interval, ``(upper - lower) / (2 z_{(1 + level) / 2})``
+  (``interval = "normal-approx"``).
+
+References
+----------
+Gneiting, T., Balabdaoui, F. & Raftery, A. E. (2007). Probabilistic forecasts,
+calibration and sharpness. *JRSS B* 69, 243-268 (coverage vs nominal level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from scipy.stats import norm
+
+from coreval._progress import progress
+from coreval.api import select
+from coreval.data.matrix import ScoreMatrix
+from coreval.data.splits import make_split
+from coreval.errors import ValidationError
+from coreval.prediction.base import Prediction, Predictor
+
+#: Nominal levels of the calibration plot.
+LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
+
+
+def _check_levels(levels: Iterable[float]) -> tuple[float, ...]:
+    out = tuple(float(v) for v in levels)
+    if not out or any(not 0.0 < v < 1.0 for v in out):
+        raise ValidationError(f"levels must be in (0, 1), got {list(out)}")
+    return out
+
+
+def intervals_from_draws(prediction: Prediction, level: float) -> Prediction:
+    """The equal-tailed ``level`` credible interval from a prediction's posterior draws.
+
+    Parameters
+    ----------
+    prediction : Prediction
+        A prediction with ``draws`` of shape ``(n_draws, *mean.shape)``.
+    level : float
+        Nominal coverage in (0, 1).
+
+    Returns
+    -------
+    Prediction
+        Same mean and draws, bounds at ``level``.
+    """
+    (level,) = _check_levels([level])
+    if prediction.draws is None:
+        raise ValidationError("the prediction has no posterior draws")
+    alpha = 1.0 - level
+    lower, upper = np.quantile(np.asarray(prediction.draws, float), [alpha / 2, 1 - alpha / 2],
+                               axis=0)
+    return Prediction(mean=prediction.mean, lower=lower, upper=upper, level=level,
+                      interval=prediction.interval, draws=prediction.draws,
+                      columns=prediction.columns)
+
+
+def normal_sd(prediction: Prediction) -> np.ndarray:
+    """Standard deviation of the normal distribution whose central interval is the prediction's.
+
+    ``sd = (upper - lower) / (2 z_{(1 + level) / 2})``; infinite bounds give ``inf``.
+    """
+    z = norm.ppf(0.5 + prediction.level / 2)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(prediction.upper - prediction.lower, float) / (2.0 * z)
+
+
+def intervals_from_normal(prediction: Prediction, level: float) -> Prediction:
+    """A normal approximation's ``level`` interval around the prediction's mean.
+
+    The scale is :func:`normal_sd` of the predicted interval. ``interval`` is set
+    to ``"normal-approx"`` so reports say how the interval was made.
+    """
+    (level,) = _check_levels([level])
+    half = normal_sd(prediction) * norm.ppf(0.5 + level / 2)
+    return Prediction(mean=prediction.mean, lower=prediction.mean - half,
+                      upper=prediction.mean + half, level=level, interval="normal-approx",
+                      columns=prediction.columns)
+
+
+def predict_levels(predictor: Predictor, responses, levels: Sequence[float] = LEVELS
+                   ) -> dict[float, Prediction]:
+    """Predict at several interval levels.
+
+    Parameters
+    ----------
+    predictor : Predictor
+        A fitted predictor.
+    responses : array-like of shape (n_models, k) or (k,)
+        Responses on the predictor's coreset.
+    levels : sequence of float
+        Nominal levels.
+
+    Returns
+    -------
+    dict level -> Prediction
+        See the module docstring for how each level's interval is made.
+    """
+    levels = _check_levels(levels)
+    base = predictor.predict(responses)
+    if base.draws is not None:
+        return {lv: intervals_from_draws(base, lv) for lv in levels}
+    if "level" in predictor.get_params(deep=False):
+        original = predictor.get_params(deep=False)["level"]
+        out = {}
+        try:
+            for lv in levels:
+                predictor.set_params(level=lv)
+                out[lv] = predictor.predict(responses)
+        finally:
+            predictor.set_params(level=original)
+        return out
+    return {lv: intervals_from_normal(base, lv) for lv in levels}
+
+
+def coverage_table(truth, predictions: Mapping[float, Prediction]) -> pd.DataFrame:
+    """Empirical coverage and mean width per nominal level.
+
+    Parameters
+    ----------
+    truth : array-like of shape (n_models,)
+        True full scores.
+    predictions : mapping level -> Prediction
+        From :func:`predict_levels`.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``level, coverage, width, n, interval``.
+    """
+    t = np.asarray(truth, float).ravel()
+    rows = []
+    for level, pred in sorted(predictions.items()):
+        if pred.mean.shape != t.shape:
+            raise ValidationError(f"{t.shape[0]} true scores for predictions of shape "
+                                  f"{pred.mean.shape}")
+        inside = (t >= pred.lower) & (t <= pred.upper)
+        rows.append({"level": float(level), "coverage": float(inside.mean()),
+                     "width": float(np.mean(pred.width)), "n": int(t.size),
+                     "interval": pred.interval})
+    return pd.DataFrame(rows)
+
+
+def calibration_runs(matrix: ScoreMatrix, methods: Sequence[str], budget: float, *,
+                     seeds: Sequence[int] = (0, 1, 2), n_source: int | None = None,
+                     split: str = "random", levels: Sequence[float] = LEVELS,
+                     method_options: Mapping[str, dict] | None = None,
+                     show_progress: bool | None = None) -> pd.DataFrame:
+    """Coverage of each method's intervals over held-out models, at several levels.
+
+    For every seed the models are split (:func:`coreval.data.make_split`), the
+    method is fitted on the source models, and the target models' full scores are
+    predicted from their coreset responses at every level.
+
+    Parameters
+    ----------
+    matrix : ScoreMatrix
+        Item-level scores.
+    methods : sequence of str
+        Registered method names of task ``"score"``.
+    budget : float
+        Coreset size (count ≥ 1, or a fraction).
+    seeds : sequence of int
+        Split and method seeds.
+    n_source : int, optional
+        Number of source models (the split's default when None).
+    split : str
+        Split kind (``"random"`` or ``"binned"``).
+    levels : sequence of float
+        Nominal levels.
+    method_options : mapping name -> dict, optional
+        Extra options per method.
+
+    Returns
+    -------
+    DataFrame
+        One row per dataset × method × seed × level: ``coverage, width, n, interval``.
+    """
+    levels = _check_levels(levels)
+    options = dict(method_options or {})
+    frames = []
+    cells = [(m, s) for m in methods for s in seeds]
+    for method, seed in progress(cells, desc="calibration", total=len(cells),
+                                 show=show_progress):
+        sp = make_split(matrix, split, seed=seed, n_source=n_source)
+        source, target = matrix.take(sp.source), matrix.take(sp.target)
+        fitted = select(source, method, budget, seed=seed, **options.get(method, {}))
+        preds = predict_levels(fitted.predictor, target.values[:, fitted.coreset.indices],
+                               levels)
+        table = coverage_table(target.summary_scores(), preds)
+        table.insert(0, "seed", seed)
+        table.insert(0, "k", len(fitted.coreset))
+        table.insert(0, "method", method)
+        table.insert(0, "dataset", matrix.name)
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarize_calibration(runs: pd.DataFrame) -> pd.DataFrame:
+    """Mean coverage and width over seeds (pooled over held-out models), per level."""
+    keys = [c for c in ("dataset", "method", "k", "level", "interval") if c in runs]
+    runs = runs.assign(hits=runs["coverage"] * runs["n"], wsum=runs["width"] * runs["n"])
+    g = runs.groupby(keys, sort=True)[["hits", "wsum", "n"]].sum().reset_index()
+    g["coverage"] = g["hits"] / g["n"]
+    g["width"] = g["wsum"] / g["n"]
+    return g.drop(columns=["hits", "wsum"])
+
+
+def plot_calibration(table: pd.DataFrame, *, by: str = "method", ax=None, title: str | None = None):
+    """Nominal vs empirical coverage, one line per ``by`` value, with the diagonal.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Columns ``level``, ``coverage`` and ``by`` (e.g. from :func:`summarize_calibration`
+        or :func:`calibration_runs`; several rows per level are averaged).
+    by : str
+        Column naming the lines.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 4.5))
+    for name, df in table.groupby(by, sort=True):
+        g = df.groupby("level")["coverage"].mean().sort_index()
+        ax.plot(g.index * 100, g.to_numpy() * 100, marker="o", ms=4, label=str(name))
+    ax.plot([40, 100], [40, 100], ls="--", color="grey", lw=1, label="ideal")
+    ax.set_xlim(40, 100)
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("nominal coverage (%)")
+    ax.set_ylabel("empirical coverage (%)")
+    ax.legend(fontsize=7)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
+
+
+def width_vs_budget(source: ScoreMatrix, target: ScoreMatrix, method: str,
+                    budgets: Sequence[float], *, seed: int = 0, level: float = 0.9,
+                    show_progress: bool | None = None, **options) -> pd.DataFrame:
+    """Interval width and coverage of one method at several budgets ("how many items do I need").
+
+    Returns
+    -------
+    DataFrame
+        ``method, k, width, coverage, rmse`` (width and error over the target models).
+    """
+    truth = target.summary_scores()
+    rows = []
+    for budget in progress(list(budgets), desc=f"{method} budgets", total=len(budgets),
+                           show=show_progress):
+        fitted = select(source, method, budget, seed=seed, **options)
+        pred = predict_levels(fitted.predictor, target.values[:, fitted.coreset.indices],
+                              [level])[level]
+        rows.append({"method": method, "k": len(fitted.coreset),
+                     "width": float(np.mean(pred.width)),
+                     "coverage": float(np.mean((truth >= pred.lower) & (truth <= pred.upper))),
+                     "rmse": float(np.sqrt(np.mean((pred.mean - truth) ** 2)))})
+    return pd.DataFrame(rows)
+
+
+def plot_width_vs_budget(table: pd.DataFrame, *, ax=None, scale: float = 100.0,
+                         target_width: float | None = None):
+    """Mean interval width against coreset size, one line per method.
+
+    ``target_width`` (in the same units as the table) draws a horizontal guide.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 4.0))
+    for method, df in table.groupby("method", sort=True):
+        df = df.sort_values("k")
+        ax.plot(df["k"], df["width"] * scale, marker="o", ms=4, label=str(method))
+    if target_width is not None:
+        ax.axhline(target_width * scale, ls=":", color="grey", lw=1)
+    ax.set_xlabel("coreset size k")
+    ax.set_ylabel("mean interval width" + (" (pp)" if scale == 100 else ""))
+    ax.legend(fontsize=7)
+    return ax
