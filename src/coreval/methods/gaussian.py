@@ -5,6 +5,11 @@ protocol's random baseline) select benchmarks on the source correlation; all thr
 unselected benchmarks of a new model with :class:`GaussianImputer` (task ``"impute"``).
 Options (e.g. ``release="prev"``, ``unit_diagonal=True``, ``transform="logit"``) are passed
 to both the selector and the imputer; each keeps the ones its ``__init__`` accepts.
+
+``factor-entropy``, ``factor-mi`` and ``factor-random`` pair the same selectors with the
+Bayesian low-rank factor-model imputer :class:`FactorImputer` (NumPyro SVI, posterior
+predictive intervals; option ``rank``, default 3), so the harness compares both imputers on
+the same folds and coresets.
 """
 
 from __future__ import annotations
@@ -58,3 +63,19 @@ for _name, _factory, _text in (
 ):
     register_method(Method(_name, _factory, imputer, task="impute", description=_text,
                            reference=REFERENCE))
+
+
+def factor_imputer(seed: int = 0, **options: Any) -> Predictor:
+    """Bayesian low-rank factor-model imputer (NumPyro SVI, posterior intervals)."""
+    from coreval.prediction.factor_imputer import FactorImputer
+
+    return FactorImputer(seed=seed, **_keep(options, FactorImputer))
+
+
+for _name, _factory, _text in (
+    ("factor-entropy", entropy_selector, "greedy entropy, Bayesian factor-model imputation"),
+    ("factor-mi", mi_selector, "greedy mutual information, Bayesian factor-model imputation"),
+    ("factor-random", random_selector, "random benchmarks, Bayesian factor-model imputation"),
+):
+    register_method(Method(_name, _factory, factor_imputer, task="impute", description=_text,
+                           reference="Tipping & Bishop (1999); selection: " + REFERENCE))

@@ -18,11 +18,14 @@ reference code (``smolix/benchmark-selection``, ``code/em_cov.py`` and
 
 Speed: the E-step groups rows with the same missingness pattern and factorises one block
 per pattern (``Sigma_oo``, or the precision block ``K_mm`` when fewer entries are missing
-than observed); the conditional covariances of all rows are summed with two matrix products
-and one ``bincount`` instead of one N x N matrix per row, and the observed-data
-log-likelihood (monitoring) comes from the same factors, so no second pass is needed. BLAS
-threads are limited with ``threadpoolctl`` (default one thread: the matrices are small, and
-more threads only add synchronisation overhead). See ``benchmarks/results/em_speed.md``.
+than observed) with one LAPACK ``dposv`` that also returns the block's inverse and the rows'
+solves; blocks and residuals of all patterns are gathered with one ``take`` per iteration.
+The conditional covariances of all rows are summed with two matrix products and one
+``bincount`` instead of one N x N matrix per row, and the observed-data log-likelihood
+(monitoring) comes from the same factors, so no second pass is needed. The PSD projection
+skips its eigendecomposition when ``Sigma - eps I`` has a Cholesky factor (floor inactive).
+BLAS threads are limited with ``threadpoolctl`` (default one thread: the matrices are small,
+and more threads only add synchronisation overhead). See ``benchmarks/results/em_speed.md``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -194,6 +198,64 @@ def project_psd(s: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     return (v * np.maximum(w, eps)) @ v.T
 
 
+def _project_psd_if_needed(s: np.ndarray, eps: float,
+                           try_cholesky: bool) -> tuple[np.ndarray, bool]:
+    """:func:`project_psd`, skipping the eigendecomposition when the floor is inactive.
+
+    If ``S - eps I`` has a Cholesky factor, every eigenvalue of ``S`` exceeds ``eps`` and the
+    projection ``V max(Lambda, eps) V^T`` is ``S`` itself (up to rounding), so ``S`` is
+    returned (symmetrised) after one ``dpotrf`` instead of an ``eigh``. Hand-written because
+    no library offers "project only if needed"; the test is exact, not a heuristic.
+
+    Parameters
+    ----------
+    s : ndarray of shape (n, n)
+        Symmetric matrix.
+    eps : float
+        Eigenvalue floor.
+    try_cholesky : bool
+        Try the Cholesky test first (the caller passes False while the floor was active in
+        the previous iteration, where the test would almost surely fail and only cost time).
+
+    Returns
+    -------
+    projected : ndarray of shape (n, n)
+        ``project_psd(s, eps)``.
+    clamped : bool
+        Whether some eigenvalue was below ``eps`` (the floor was active).
+    """
+    if try_cholesky:
+        _, info = lapack.dpotrf(s - eps * np.eye(len(s)), lower=1, clean=0, overwrite_a=1)
+        if info == 0:
+            return 0.5 * (s + s.T), False
+    # LAPACK dsyevd through NumPy: less wrapper overhead per call than scipy's eigh
+    w, v = _eigh_evr(s)
+    return (v * np.maximum(w, eps)) @ v.T, bool(w.min() < eps)
+
+
+@lru_cache(maxsize=32)
+def _syevr_lwork(n: int) -> tuple[int, int]:
+    """Optimal workspace of ``dsyevr`` for order ``n`` (the query ``scipy.linalg.eigh`` makes)."""
+    from scipy.linalg.lapack import _compute_lwork
+
+    lw = _compute_lwork(lapack.dsyevr_lwork, n=n, lower=1)
+    return int(lw[0]), int(lw[1])
+
+
+def _eigh_evr(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``scipy.linalg.eigh(s)`` (driver ``evr``), bit for bit, without its per-call overhead.
+
+    The same LAPACK routine (``dsyevr``) with the same workspace query (cached per order)
+    as scipy's default, so results are identical; only scipy's argument validation and
+    workspace query on every call are skipped (they cost ~10 % of an EM iteration).
+    """
+    lwork, liwork = _syevr_lwork(len(s))
+    w, v, _, _, info = lapack.dsyevr(s, compute_v=1, lower=1, lwork=lwork, liwork=liwork)
+    if info != 0:  # pragma: no cover - LAPACK failure; scipy raises the same way
+        return eigh(s, check_finite=False)
+    return w, v
+
+
 def auto_shrinkage(n_rows: int, n_cols: int) -> float:
     """The reference "auto" shrinkage ``alpha = (N - M) / N`` when ``M < N``, else 0."""
     return max(0.0, (n_cols - n_rows) / n_cols) if n_rows < n_cols else 0.0
@@ -255,6 +317,9 @@ class _Pattern:
     flat_mm: np.ndarray  # flat positions of the (mis, mis) block in an N x N matrix
     flat_mis: np.ndarray  # (|m|, n_g) flat positions of the rows' missing cells in (M, N)
     complement: bool  # |m| < |o|: work with the precision block K_mm instead of Sigma_oo
+    rhs: np.ndarray  # (k, k + n_g) work buffer [I | rows] of the pattern's dposv (k = block)
+    sl_oo: slice  # the block within ``_Plan.flat_oo`` (Sigma_oo) or ``_Plan.flat_c`` (K_mm)
+    sl_u: slice  # the cells within ``_Plan.flat_u`` (Sigma_oo) or ``_Plan.flat_t`` (K_mm)
 
 
 @dataclass(frozen=True)
@@ -269,6 +334,10 @@ class _Plan:
     n_sigma: int  # rows whose conditional covariance is Sigma - Sigma_.o P_o Sigma_o. or Sigma
     rows_c: np.ndarray  # rows of the complement patterns
     weight_diag: np.ndarray  # n_g repeated over the observed columns of Sigma_oo patterns
+    weight_cdiag: np.ndarray  # n_g repeated over the missing columns of complement patterns
+    flat_oo: np.ndarray  # concatenated ``flat`` of all Sigma_oo patterns (one ``take``)
+    flat_u: np.ndarray  # concatenated ``flat_u`` of all Sigma_oo patterns (one take / put)
+    flat_t: np.ndarray  # (missing column, row within rows_c) cells of ``r_c K`` (complement)
     n_obs_entries: int
 
 
@@ -278,7 +347,9 @@ def _plan(z: np.ndarray, observed: np.ndarray) -> _Plan:
     uniq, inverse = np.unique(observed, axis=0, return_inverse=True)
     inverse = inverse.ravel()
     patterns = []
-    fw, ww, fc, wc, wdiag, rows_c = [], [], [], [], [], []
+    fw, ww, fc, wc, wdiag, wcdiag, rows_c = [], [], [], [], [], [], []
+    foo, fu, ft = [], [], []
+    off_oo = off_u = off_c = off_t = off_rc = 0
     n_sigma = 0
     for g in range(len(uniq)):
         rows = np.flatnonzero(inverse == g)
@@ -291,11 +362,29 @@ def _plan(z: np.ndarray, observed: np.ndarray) -> _Plan:
         flat_mm = (mis[:, None] * n + mis[None, :]).ravel()
         partial = bool(len(mis))
         complement = partial and len(mis) < len(obs)
-        patterns.append(_Pattern(rows, obs, flat, obs[:, None] + n * rows[None, :], partial,
-                                 mis, flat_mm, mis[:, None] + n * rows[None, :], complement))
+        k = len(mis) if complement else len(obs)
+        rhs = np.zeros((k, k + len(rows)), order="F")
+        rhs[:, :k] = np.eye(k)
+        flat_u = obs[:, None] + n * rows[None, :]
+        sl_oo, sl_u = slice(0), slice(0)
+        if not complement:
+            sl_oo, sl_u = slice(off_oo, off_oo + flat.size), slice(off_u, off_u + flat_u.size)
+            off_oo, off_u = sl_oo.stop, sl_u.stop
+            foo.append(flat)
+            fu.append(flat_u.ravel())
+        else:
+            local = np.arange(off_rc, off_rc + len(rows))
+            flat_t = (mis[:, None] + n * local[None, :]).ravel()
+            sl_oo, sl_u = slice(off_c, off_c + flat_mm.size), slice(off_t, off_t + flat_t.size)
+            off_c, off_t, off_rc = sl_oo.stop, sl_u.stop, off_rc + len(rows)
+            ft.append(flat_t)
+        patterns.append(_Pattern(rows, obs, flat, flat_u, partial,
+                                 mis, flat_mm, mis[:, None] + n * rows[None, :], complement,
+                                 rhs, sl_oo, sl_u))
         if complement:
             fc.append(flat_mm)
             wc.append(np.full(len(flat_mm), n_g))
+            wcdiag.append(np.full(len(mis), n_g))
             rows_c.append(rows)
             continue
         wdiag.append(np.full(len(obs), n_g))
@@ -308,15 +397,17 @@ def _plan(z: np.ndarray, observed: np.ndarray) -> _Plan:
         return np.concatenate(xs) if xs else np.zeros(0, dtype=dt)
 
     return _Plan(patterns, cat(fw, np.intp), cat(ww, float), cat(fc, np.intp), cat(wc, float),
-                 n_sigma, cat(rows_c, np.intp), cat(wdiag, float), int(observed.sum()))
+                 n_sigma, cat(rows_c, np.intp), cat(wdiag, float), cat(wcdiag, float),
+                 cat(foo, np.intp), cat(fu, np.intp), cat(ft, np.intp), int(observed.sum()))
 
 
 def _cholesky(a: np.ndarray) -> np.ndarray | None:
     """Lower Cholesky factor via LAPACK ``dpotrf`` (None if not PD).
 
     The raw LAPACK call avoids scipy's per-call validation overhead, which dominates for the
-    many small blocks of the E-step (batched NumPy inversion of size-bucketed, padded blocks
-    was tried and was slower: padding and LU cost more than the saved call overhead).
+    many small blocks of the E-step (batched NumPy ``cholesky``/``inv`` of padded blocks, and
+    of blocks bucketed by exact size, were both tried and were slower: NumPy's per-call
+    overhead and the LU cost more than the saved calls when most patterns are unique).
     """
     c, info = lapack.dpotrf(a, lower=1, clean=1, overwrite_a=0)
     return c if info == 0 else None
@@ -335,7 +426,7 @@ def _e_step(z: np.ndarray, observed: np.ndarray, plan: _Plan, mu: np.ndarray,
 
         completed = where(observed, z, mu + U Sigma),   sum_i C_i = n Sigma - Sigma W Sigma,
 
-    so each pattern costs one Cholesky, its inverse and one solve, and all N-dimensional
+    so each pattern costs one ``dposv`` (Cholesky, inverse and solve), and all N-dimensional
     products are three matrix products per iteration (instead of one factorisation, two
     solves and an N x N scatter per row); the scatter-add of the blocks ``P_o`` is one
     ``np.bincount``.
@@ -352,7 +443,7 @@ def _e_step(z: np.ndarray, observed: np.ndarray, plan: _Plan, mu: np.ndarray,
     m_rows, n = z.shape
     resid_all = np.where(observed, z - mu, 0.0)
     u_all = np.zeros((m_rows, n))
-    blocks, diags, cblocks, cfill = [], [], [], []
+    blocks, diags, cblocks, cfill, cdiags = [], [], [], [], []
     quad = logdet = 0.0
     if len(plan.rows_c):
         chol_s = _cholesky(sigma)
@@ -360,36 +451,51 @@ def _e_step(z: np.ndarray, observed: np.ndarray, plan: _Plan, mu: np.ndarray,
             raise ValidationError("EM covariance lost positive definiteness; raise eps")
         inv, _ = lapack.dpotri(chol_s, lower=1)
         prec = np.tril(inv) + np.tril(inv, -1).T
-        logdet_s = 2.0 * float(np.log(chol_s.diagonal()).sum())
+        logdet += len(plan.rows_c) * 2.0 * float(np.log(chol_s.diagonal()).sum())
         r_c = resid_all[plan.rows_c]
-        quad += float(np.vdot(r_c @ prec, r_c))
+        rk_c = r_c @ prec  # row i: (K r_i)^T, so K_m. r_i = rk_c[i, m] (K symmetric)
+        quad += float(np.vdot(rk_c, r_c))
+        k_all = prec.take(plan.flat_c)
+        t_all = rk_c.take(plan.flat_t)
+    # gather all Sigma_oo blocks and observed residuals with one ``take`` each (per-pattern
+    # slices are views)
+    s_all = sigma.take(plan.flat_oo)
+    r_all = resid_all.take(plan.flat_u)
+    us = []
+    dposv = lapack.dposv
+    # One LAPACK ``dposv`` per pattern factorises the block and solves for the rows and the
+    # identity at once ([u | P] = block^{-1} [r | I]): one call instead of three
+    # (potrf + potrs + potri), since the per-call overhead dominates for these small blocks.
     for p in plan.patterns:
         if p.complement:
             k = len(p.mis)
-            chol = _cholesky(prec.take(p.flat_mm).reshape(k, k))
-            if chol is None:
+            rhs = p.rhs
+            rhs[:, k:] = t_all[p.sl_u].reshape(k, -1)  # K_m. r_i, (|m|, n_g)
+            chol, sol, info = dposv(k_all[p.sl_oo].reshape(k, k).T, rhs, lower=1, overwrite_a=1)
+            if info != 0:
                 raise ValidationError("EM covariance lost positive definiteness; raise eps")
-            t = prec[p.mis] @ resid_all[p.rows].T  # K_m. r_i, (|m|, n_g)
-            x, _ = lapack.dpotrs(chol, t, lower=1)
+            t, x = rhs[:, k:], sol[:, k:]
             quad -= float(np.vdot(t, x))
-            logdet += len(p.rows) * (logdet_s + 2.0 * float(np.log(chol.diagonal()).sum()))
+            cdiags.append(chol.diagonal())
             cfill.append((p.flat_mis, mu[p.mis, None] - x))
-            cinv, _ = lapack.dpotri(chol, lower=1)  # lower triangle of K_mm^{-1}
-            cblocks.append(cinv.ravel())
+            cblocks.append(sol[:, :k].ravel())  # K_mm^{-1}
             continue
         k = len(p.obs)
-        s_oo = sigma.take(p.flat).reshape(k, k)
-        chol = _cholesky(s_oo)
-        if chol is None:  # the reference retries once with a 1e-6 ridge
-            chol = _cholesky(s_oo + 1e-6 * np.eye(k))
-        if chol is None:
+        s_oo = s_all[p.sl_oo].reshape(k, k).T  # symmetric; the transpose is Fortran-ordered
+        rhs = p.rhs
+        rhs[:, k:] = r_all[p.sl_u].reshape(k, -1)
+        chol, sol, info = dposv(s_oo, rhs, lower=1, overwrite_a=1)
+        if info != 0:  # the reference retries once with a 1e-6 ridge
+            s_oo = sigma.take(p.flat).reshape(k, k) + 1e-6 * np.eye(k)  # s_all was overwritten
+            chol, sol, info = dposv(s_oo, rhs, lower=1)
+        if info != 0:
             raise ValidationError("EM covariance lost positive definiteness; raise eps")
-        u, _ = lapack.dpotrs(chol, resid_all.take(p.flat_u), lower=1)
-        u_all.put(p.flat_u, u)
+        us.append(sol[:, k:].ravel())
         diags.append(chol.diagonal())
         if p.partial:
-            inv, _ = lapack.dpotri(chol, lower=1)  # lower triangle of Sigma_oo^{-1}
-            blocks.append(inv.ravel())
+            blocks.append(sol[:, :k].ravel())  # Sigma_oo^{-1}
+    if us:
+        u_all.put(plan.flat_u, np.concatenate(us))
     quad += float(np.vdot(resid_all, u_all))
     filled = np.where(observed, z, mu + u_all @ sigma)
     for flat_mis, vals in cfill:
@@ -398,14 +504,16 @@ def _e_step(z: np.ndarray, observed: np.ndarray, plan: _Plan, mu: np.ndarray,
     if blocks:
         w = np.bincount(plan.flat_w, weights=np.concatenate(blocks) * plan.weight_w,
                         minlength=n * n).reshape(n, n)
-        w = w + np.tril(w, -1).T
+        w = 0.5 * (w + w.T)
         c_sum -= sigma @ w @ sigma
     if cblocks:
         c = np.bincount(plan.flat_c, weights=np.concatenate(cblocks) * plan.weight_c,
                         minlength=n * n).reshape(n, n)
-        c_sum += c + np.tril(c, -1).T
+        c_sum += 0.5 * (c + c.T)
     if diags:
         logdet += 2.0 * float(plan.weight_diag @ np.log(np.concatenate(diags)))
+    if cdiags:  # log det K_mm of the complement patterns, collected to one log
+        logdet += 2.0 * float(plan.weight_cdiag @ np.log(np.concatenate(cdiags)))
     loglik = -0.5 * (plan.n_obs_entries * _LOG_2PI + logdet + quad)
     return filled, c_sum, loglik
 
@@ -482,13 +590,14 @@ def em_covariance(z: np.ndarray, observed: np.ndarray | None = None, *, max_iter
         sigma = shrink(project_psd(pairwise_covariance(z0, observed), eps), alpha)
         plan = _plan(z0, observed)
         logliks: list[float] = []
-        converged, change, it = False, np.inf, 0
+        converged, change, it, clamped = False, np.inf, 0, False
         for it in range(1, max_iter + 1):
             filled, c_sum, ll = _e_step(z0, observed, plan, mu, sigma)
             logliks.append(ll)
             mu_new = filled.mean(axis=0)
             centred = filled - mu_new
-            sigma_new = project_psd((centred.T @ centred + c_sum) / m_rows, eps)
+            sigma_new, clamped = _project_psd_if_needed(
+                (centred.T @ centred + c_sum) / m_rows, eps, try_cholesky=not clamped)
             change = float(np.linalg.norm(sigma_new - sigma)
                            / max(np.linalg.norm(sigma), 1e-10))
             mu, sigma = mu_new, sigma_new
