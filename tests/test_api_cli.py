@@ -56,7 +56,7 @@ def test_predict_rejects_unknown_and_missing_items(small_matrix):
 
 
 def test_unknown_method_error_lists_known_methods(small_matrix):
-    with pytest.raises(coreval.UnknownMethodError, match="unknown method 'nope'; known methods: .*random"):
+    with pytest.raises(coreval.UnknownMethodError, match=r"unknown method 'nope'; known methods: .*random"):
         coreval.select(small_matrix, "nope")
 
 

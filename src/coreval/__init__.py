@@ -15,9 +15,9 @@ from coreval.selection.base import Coreset, Selector
 __version__ = "0.1.0"
 
 __all__ = [
+    "Coreset",
     "CorevalError",
     "FittedMethod",
-    "Coreset",
     "Method",
     "Prediction",
     "Predictor",

@@ -119,7 +119,8 @@ def compare(
     train_models: Annotated[str, typer.Option(
         "--train-models", help="Comma-separated numbers of source models ('all' = every "
         "non-target model).")] = "30",
-    seeds: Annotated[int, typer.Option(help="Seeds 0..n-1.")] = 5,
+    seeds: Annotated[int, typer.Option(help="Seeds 0..n-1 (ignored by kfold: every fold runs).")]
+        = 5,
     split: Annotated[str | None, typer.Option(
         help="binned (default for item level), random, kfold (default for benchmark level), lofo."
     )] = None,
@@ -153,8 +154,10 @@ def compare(
     n_source = [None if v == "all" else int(v) for v in _csv_list(train_models)]
     if split == "kfold" and train_models == "30":
         n_source = [None]
+    # k-fold runs every fold (the split's seed is the fold index); other splits use seeds 0..n-1.
+    seed_list = None if split == "kfold" else list(range(seeds))
     df = run_grid(matrices, _csv_list(methods), _budgets(budget), n_source=n_source,
-                  seeds=list(range(seeds)), split=split, folds=folds, holdout=holdout, out=out,
+                  seeds=seed_list, split=split, folds=folds, holdout=holdout, out=out,
                   n_jobs=n_jobs, scheduler=scheduler,
                   method_options=None if calibration == "native" else
                   {m: {"calibration": calibration} for m in _csv_list(methods)})

@@ -94,3 +94,30 @@ def plot_metric_vs_budget(results: pd.DataFrame, *, metric: str = "rmse", ax=Non
     ax.set_ylabel(metric + (" (pp)" if scale == 100 else ""))
     ax.legend(fontsize=7)
     return ax
+
+
+def plot_spectral_diagnostic(cov: np.ndarray, residual_variance: Mapping[str, np.ndarray], *,
+                             ax=None):
+    """Greedy residual-variance trace against the eigenvalue tail (spectral lower bound).
+
+    Parameters
+    ----------
+    cov : ndarray (N, N)
+        Covariance or correlation matrix the selection ran on.
+    residual_variance : mapping name -> ndarray
+        ``GreedyResult.residual_variance`` of each selection (value after pick 1..k).
+    """
+    from coreval.selection.gaussian.diagnostics import eigenvalue_tail
+
+    ax = _axes(ax)
+    tail = eigenvalue_tail(cov)
+    kmax = max(len(r) for r in residual_variance.values())
+    ks = np.arange(0, kmax + 1)
+    ax.plot(ks, tail[: kmax + 1], color="black", ls="--", label="eigenvalue tail (bound)")
+    for name, r in residual_variance.items():
+        ax.plot(np.arange(1, len(r) + 1), r, marker="o", ms=3, label=name)
+    ax.set_xlabel("number of selected benchmarks k")
+    ax.set_ylabel("residual variance / total variance")
+    ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    return ax

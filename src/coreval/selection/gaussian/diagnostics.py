@@ -142,3 +142,24 @@ def mardia_test(values: np.ndarray) -> MardiaResult:
                         kurt_statistic=float(kurt_stat),
                         kurt_pvalue=float(2.0 * stats.norm.sf(abs(kurt_stat))),
                         n_rows=m, n_dims=n)
+
+
+def eigenvalue_tail(cov: np.ndarray) -> np.ndarray:
+    """Spectral lower bound on the residual variance of any k-subset, for k = 0..N.
+
+    ``tail[k] = sum_{i > k} lambda_i / tr(Sigma)`` with eigenvalues in decreasing
+    order. Conditioning on k columns leaves a residual covariance of rank ≤ N − k
+    whose trace is at least the sum of the N − k smallest eigenvalues (Eckart–Young
+    for the column-subset approximation), so ``tail[k]`` bounds the greedy residual
+    trace (:attr:`GreedyResult.residual_variance`) from below. The gap between the
+    two curves is what greedy selection leaves on the table compared with the best
+    rank-k projection (Smola, "Submodular Benchmark Selection", spectral diagnostic).
+    """
+    cov = np.asarray(cov, dtype=np.float64)
+    if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:
+        raise ValidationError(f"covariance must be square, got shape {cov.shape}")
+    lam = np.clip(np.linalg.eigvalsh(cov)[::-1], 0.0, None)
+    total = lam.sum()
+    if total <= 0:
+        raise ValidationError("covariance has zero trace")
+    return np.concatenate([[1.0], 1.0 - np.cumsum(lam) / total])

@@ -1,0 +1,197 @@
+"""IRT fitting speed and held-out log-likelihood: coreval (NumPyro) vs py-irt (Pyro), same run.
+
+Fits a 1-D 2PL to ``arc_challenge`` (218 × 1172) with 10% of the entries masked
+and reports wall time and the held-out log-likelihood per entry (plug-in,
+posterior-mean parameters) and accuracy. py-irt (``multidim_2pl``, dims 1, its
+defaults: 2000 epochs, Adam lr 0.1, ExponentialLR 0.9999) runs in a separate
+virtual environment (``--pyirt-python``), as in ``shared/anchors/irt_speed.md``.
+
+Usage::
+
+    python benchmarks/irt_speed.py [--steps 2000] [--pyirt-python ../pyirt-venv/bin/python]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+from scipy.special import expit
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO.parent / "shared" / "data"
+
+PYIRT_SCRIPT = textwrap.dedent('''
+    import json, sys, time
+    import numpy as np, pandas as pd, pyro, torch
+    from py_irt.config import IrtConfig
+    from py_irt.dataset import Dataset
+    from py_irt.training import IrtModelTrainer
+    train = np.load(sys.argv[1])["Y"]
+    epochs, model_type = int(sys.argv[3]), sys.argv[4]
+    torch.manual_seed(0); pyro.set_rng_seed(0)
+    df = pd.DataFrame(train, columns=[f"i{j}" for j in range(train.shape[1])])
+    df.insert(0, "subject", [f"s{i}" for i in range(train.shape[0])])
+    data = Dataset.from_pandas(df, subject_column="subject",
+                               item_columns=[c for c in df.columns if c != "subject"])
+    extra = {"dims": 1} if model_type == "multidim_2pl" else {"priors": "hierarchical"}
+    config = IrtConfig(model_type=model_type, epochs=epochs, log_every=10**9, **extra)
+    start = time.perf_counter()
+    try:
+        trainer = IrtModelTrainer(data_path=None, config=config, dataset=data, verbose=False)
+        trainer.train(device="cpu")
+    except ValueError as exc:  # py-irt's SVI can diverge to NaN
+        json.dump({"error": str(exc).splitlines()[0][:200],
+                   "seconds": time.perf_counter() - start}, open(sys.argv[2], "w"))
+        sys.exit(0)
+    seconds = time.perf_counter() - start
+    params = trainer.irt_model.export()
+    item_ix = [int(data.ix_to_item_id[k][1:]) for k in range(len(data.ix_to_item_id))]
+    subj_ix = [int(data.ix_to_subject_id[k][1:]) for k in range(len(data.ix_to_subject_id))]
+    json.dump({"seconds": seconds, "ability": params["ability"], "diff": params["diff"],
+               "disc": params["disc"], "item_ix": item_ix, "subject_ix": subj_ix},
+              open(sys.argv[2], "w"))
+''')
+
+
+def heldout_metrics(prob: np.ndarray, y: np.ndarray, held: np.ndarray) -> tuple[float, float]:
+    """Mean log-likelihood per held-out entry and held-out accuracy of ``prob``."""
+    p = np.clip(prob[held], 1e-7, 1 - 1e-7)
+    obs = y[held]
+    ll = np.where(obs == 1, np.log(p), np.log1p(-p)).mean()
+    return float(ll), float(((p > 0.5) == (obs == 1)).mean())
+
+
+def run_ours(train: np.ndarray, method: str, steps: int) -> tuple[float, np.ndarray, dict]:
+    from coreval.irt import fit
+
+    start = time.perf_counter()
+    result = fit("2pl", train, method=method, num_steps=steps, num_draws=100 if method == "svi"
+                 else 1, show_progress=False)
+    seconds = time.perf_counter() - start
+    prob = result.predict_mean(result.abilities())
+    return seconds, prob, result.card["diagnostics"]
+
+
+def run_pyirt(python: str, train: np.ndarray, epochs: int, model_type: str) -> dict:
+    """Fit py-irt in its own venv; returns seconds (+ prob, or the divergence error)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        np.savez(Path(tmp) / "train.npz", Y=train)
+        script = Path(tmp) / "run_pyirt.py"
+        script.write_text(PYIRT_SCRIPT)
+        out = Path(tmp) / "out.json"
+        start = time.perf_counter()
+        subprocess.run([python, str(script), str(Path(tmp) / "train.npz"), str(out),
+                        str(epochs), model_type], check=True, capture_output=True, text=True)
+        res = json.loads(out.read_text())
+        res["total"] = time.perf_counter() - start
+    if "error" in res:
+        return res
+    n_models, n_items = train.shape
+    theta = np.zeros(n_models)
+    theta[res["subject_ix"]] = np.asarray(res["ability"]).reshape(-1)
+    diff, disc = np.zeros(n_items), np.ones(n_items)
+    diff[res["item_ix"]] = np.asarray(res["diff"]).reshape(-1)
+    disc[res["item_ix"]] = np.asarray(res["disc"]).reshape(-1)
+    res["prob"] = expit(disc[None, :] * (theta[:, None] - diff[None, :]))
+    return res
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA / "arc_challenge.npz")
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--holdout", type=float, default=0.1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pyirt-python", default=os.environ.get(
+                            "COREVAL_PYIRT_PYTHON",
+                            str(Path(__file__).resolve().parents[2] / "pyirt-venv" / "bin" / "python")),
+                        help="python of a separate venv with py-irt ('' to skip); default "
+                             "$COREVAL_PYIRT_PYTHON or ../pyirt-venv beside the repository")
+    parser.add_argument("--out", type=Path,
+                        default=REPO / "benchmarks" / "results" / "irt_speed.md")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    os.environ.setdefault("COREVAL_PROGRESS", "0")
+
+    y = np.load(args.data)["Y"].astype(float)
+    rng = np.random.default_rng(args.seed)
+    held = (rng.random(y.shape) < args.holdout) & ~np.isnan(y)
+    train = np.where(held, np.nan, y)
+    base = np.nanmean(train)
+    base_ll = float(np.mean(np.where(y[held] == 1, np.log(base), np.log1p(-base))))
+    rows = [("base rate (train mean)", float("nan"), float("nan"), base_ll,
+             float(max(base, 1 - base)))]
+
+    timings: dict[str, tuple] = {}
+    for method in ("svi", "map"):
+        seconds, prob, _diag = run_ours(train, method, args.steps)
+        ll, acc = heldout_metrics(prob, y, held)
+        label = f"coreval 2PL {method.upper()} ({args.steps} steps, Adam 0.05)"
+        rows.append((label, seconds, seconds, ll, acc))
+        timings[method] = (seconds, ll)
+        print(f"{label}: {seconds:.1f} s, held-out LL {ll:.4f}, acc {acc:.3f}", flush=True)
+
+    notes = []
+    if args.pyirt_python:
+        for model_type in ("multidim_2pl", "2pl"):
+            label = f"py-irt {model_type}" + (" dims=1" if model_type == "multidim_2pl" else
+                                                " hierarchical")
+            label += f" ({args.steps} epochs, lr 0.1)"
+            try:
+                res = run_pyirt(args.pyirt_python, train, args.steps, model_type)
+            except (OSError, subprocess.CalledProcessError) as exc:
+                detail = (getattr(exc, "stderr", "") or str(exc)).strip().splitlines()
+                notes.append(f"{label} could not run: {detail[-1] if detail else exc}")
+                print(notes[-1], flush=True)
+                continue
+            if "error" in res:
+                notes.append(f"{label} diverged after {res['seconds']:.1f} s: {res['error']}")
+                print(notes[-1], flush=True)
+                continue
+            ll, acc = heldout_metrics(res["prob"], y, held)
+            rows.append((label, res["seconds"], res["total"], ll, acc))
+            timings.setdefault("py-irt", (res["seconds"], ll, label))
+            print(f"{label}: {res['seconds']:.1f} s fit ({res['total']:.1f} s with start-up), "
+                  f"held-out LL {ll:.4f}, acc {acc:.3f}", flush=True)
+
+    lines = [
+        "# IRT fitting speed: coreval vs py-irt (same run)", "",
+        f"Command: `python benchmarks/irt_speed.py --steps {args.steps}"
+        + (f" --pyirt-python {args.pyirt_python}`" if args.pyirt_python else " --pyirt-python ''`"),
+        "",
+        f"Data: `{args.data.name}` {y.shape[0]} × {y.shape[1]}, {held.sum()} entries "
+        f"({args.holdout:.0%}) held out (seed {args.seed}). Held-out log-likelihood is the "
+        "mean per held-out entry with plug-in posterior-mean parameters.", "",
+        "| fit | fit seconds | seconds incl. start-up | held-out LL / entry | held-out acc |",
+        "|---|---|---|---|---|",
+    ]
+    for label, fit_s, total_s, ll, acc in rows:
+        lines.append(f"| {label} | {fit_s:.1f} | {total_s:.1f} | {ll:.4f} | {acc:.3f} |")
+    lines.append("")
+    if "py-irt" in timings:
+        ref_s, ref_ll, ref_label = timings["py-irt"]
+        for method in ("svi", "map"):
+            s, ll = timings[method]
+            lines.append(f"- {method.upper()}: {ref_s / s:.1f}× faster than {ref_label} "
+                         f"(target ≥ 5×); held-out LL {ll - ref_ll:+.4f} per entry vs py-irt.")
+    lines.extend(f"- {note}" for note in notes)
+    lines.append(f"- Machine load while running: {os.getloadavg()[0]:.1f} (1-min average, "
+                 f"{os.cpu_count()} cores). coreval times include JAX compilation.")
+    lines.append(f"- Python {sys.version.split()[0]}.")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+"""Prior blocks shared by the IRT models: item discrimination/intercept and abilities.
+
+Two prior families are offered (``priors=``):
+
+``"weak"``
+    Plain weakly-informative priors: ``a ~ LogNormal(0, 1)`` (D = 1),
+    ``d ~ Normal(0, 3)``, ``theta ~ Normal(0, I)``.
+``"hierarchical"``
+    The shared hierarchical priors of the mRMR paper, appendix G.2
+    ("Efficient Benchmarking Is Just Feature Selection and Multiple Regression"):
+    location ``mu ~ Normal(0, 10)`` and precision ``u ~ Gamma(1, 1)`` per
+    parameter family (per latent dimension for discriminations), and
+    ``x ~ Normal(mu, 1 / u)`` (variance ``1/u``). The paper writes the per-item
+    location as ``theta_i``, the per-model offset as ``beta_m`` and the ability
+    as ``gamma_m``; following its reference code (py-irt ``multidim_2pl``) coreval
+    implements the standard 2PL with per-item discrimination ``a_i`` (the paper's
+    ``theta_i``) and per-item intercept ``d_i`` (the paper's ``-beta``), and keeps
+    the ability ``theta_m ~ Normal(0, I)`` fixed, which identifies the scale and
+    location of the latent space. Discriminations stay positive by putting the
+    hierarchy on ``log a`` for D = 1.
+
+Rotation for D > 1
+------------------
+A D-dimensional 2PL is invariant under rotations of the latent space. coreval
+fixes it with a lower-triangular loading constraint on the first D items:
+``a[j, l] = 0`` for ``l > j`` and ``a[j, j] > 0`` (``j < D``). Loadings other
+than these anchors are real-valued. Item ``j < D`` therefore defines the sign
+and orientation of dimension ``j``; compare multidimensional fits only up to
+this convention (e.g. through ``a @ a.T``).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+
+#: Names accepted by ``priors=``.
+PRIORS: tuple[str, ...] = ("weak", "hierarchical")
+
+WEAK_LOG_A_SCALE = 1.0
+WEAK_D_SCALE = 3.0
+HYPER_LOC_SCALE = 10.0
+
+
+def lower_triangular_mask(n_items: int, dims: int) -> np.ndarray:
+    """Boolean (n_items, dims) mask of free loadings: False where ``l > j`` for ``j < dims``."""
+    mask = np.ones((n_items, dims), dtype=bool)
+    for j in range(min(dims, n_items)):
+        mask[j, j + 1:] = False
+    return mask
+
+
+def _hyper(name: str, shape: tuple[int, ...] = ()) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Location ``mu ~ N(0, 10)`` and scale ``1/sqrt(u)``, ``u ~ Gamma(1, 1)`` (appendix G.2)."""
+    mu = numpyro.sample(f"mu_{name}", dist.Normal(0.0, HYPER_LOC_SCALE).expand(shape).to_event(
+        len(shape)))
+    u = numpyro.sample(f"u_{name}", dist.Gamma(1.0, 1.0).expand(shape).to_event(len(shape)))
+    return mu, 1.0 / jnp.sqrt(u)
+
+
+def discrimination(n_items: int, dims: int, priors: str, *, shared: bool = False) -> jnp.ndarray:
+    """Sample item discriminations ``a`` of shape (n_items, dims).
+
+    Parameters
+    ----------
+    n_items, dims : int
+        Number of items and latent dimensions.
+    priors : {"weak", "hierarchical"}
+        Prior family (see the module docstring).
+    shared : bool
+        One common positive discrimination for every item (the 1PL; D = 1 only),
+        which is the Rasch model with an estimated latent variance.
+
+    Returns
+    -------
+    jnp.ndarray
+        Loadings (n_items, dims); recorded as the site ``"a"``.
+    """
+    if shared:
+        if priors == "hierarchical":
+            mu, scale = _hyper("a")
+        else:
+            mu, scale = 0.0, WEAK_LOG_A_SCALE
+        a0 = numpyro.sample("a_shared", dist.LogNormal(mu, scale))
+        return numpyro.deterministic("a", jnp.full((n_items, 1), a0))
+    if priors == "hierarchical":
+        mu, scale = _hyper("a", (dims,))
+    else:
+        mu, scale = jnp.zeros(dims), jnp.full(dims, WEAK_LOG_A_SCALE)
+    if dims == 1:
+        with numpyro.plate("items", n_items):
+            return numpyro.sample("a", dist.LogNormal(mu, scale).to_event(1))
+    # D > 1: positive anchors on the diagonal of the first D items, free loadings elsewhere,
+    # zeros above the diagonal (rotation constraint, see module docstring).
+    a_diag = numpyro.sample("a_diag", dist.LogNormal(0.0, WEAK_LOG_A_SCALE).expand([dims])
+                            .to_event(1))
+    load_scale = scale if priors == "hierarchical" else jnp.ones(dims)
+    load_loc = mu if priors == "hierarchical" else jnp.zeros(dims)
+    with numpyro.plate("items", n_items):
+        a_load = numpyro.sample("a_load", dist.Normal(load_loc, load_scale).to_event(1))
+    free = jnp.asarray(lower_triangular_mask(n_items, dims), dtype=a_load.dtype)
+    a = a_load * free
+    k = min(dims, n_items)
+    a = a.at[jnp.arange(k), jnp.arange(k)].set(a_diag[:k])
+    return numpyro.deterministic("a", a)
+
+
+def intercept(n_items: int, priors: str) -> jnp.ndarray:
+    """Sample item intercepts ``d`` (n_items,): ``N(0, 3)`` or hierarchical ``N(mu_d, 1/u_d)``."""
+    if priors == "hierarchical":
+        mu, scale = _hyper("d")
+    else:
+        mu, scale = 0.0, WEAK_D_SCALE
+    with numpyro.plate("items", n_items):
+        return numpyro.sample("d", dist.Normal(mu, scale))
+
+
+def guessing(n_items: int) -> jnp.ndarray:
+    """Sample 3PL lower asymptotes ``c ~ Beta(1, 4)`` (prior mean 0.2) of shape (n_items,)."""
+    with numpyro.plate("items", n_items):
+        return numpyro.sample("c", dist.Beta(1.0, 4.0))

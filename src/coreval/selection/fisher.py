@@ -1,0 +1,140 @@
+"""Fisher-information item selection of metabench (Kipnis et al. 2025), as in the mRMR paper.
+
+Fit a 2PL on the source models, split the source abilities into ``k``
+quantile bins and take, in each bin, the not-yet-chosen item with the highest
+Fisher information averaged over the bin's models. Like the reference, bins
+without models are skipped, so fewer than ``k`` items can come back; with
+``fill=True`` the remaining places go to the items with the highest Fisher
+information averaged over all source abilities (used by irt-bayes, which wants
+exactly ``k`` informative items).
+
+References
+----------
+Kipnis, A. et al. (2025). metabench: A Sparse Benchmark of Reasoning and Knowledge in
+Large Language Models. ICLR.
+Bowyer, S. et al. Efficient Benchmarking Is Just Feature Selection and Multiple
+Regression, appendix G (the ``metabench`` method of its reference code).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from coreval.data.matrix import ScoreMatrix
+from coreval.errors import ValidationError
+from coreval.selection.base import Coreset, Selector
+from coreval.selection.irt_anchors import fit_source_irt, logistic_item_params
+
+
+def quantile_bin_items(theta: np.ndarray, info: np.ndarray, k: int) -> list[int]:
+    """One most-informative item per ability-quantile bin (metabench's rule).
+
+    Parameters
+    ----------
+    theta : ndarray, shape (n_models,)
+        Source abilities.
+    info : ndarray, shape (n_models, n_items)
+        Fisher information of every item at every source ability.
+    k : int
+        Number of bins: edges ``quantile(theta, linspace(0, 1, k + 1))``; bin j holds
+        the models with ``edge_j <= θ < edge_{j+1}`` (as the reference, the top
+        edge is exclusive even in the last bin, so the best model falls in no bin).
+
+    Returns
+    -------
+    list of int
+        Chosen item positions in bin order; empty bins are skipped and an item
+        chosen in an earlier bin is passed over for the next best one.
+    """
+    theta = np.asarray(theta, dtype=float).reshape(-1)
+    edges = np.quantile(theta, np.linspace(0.0, 1.0, k + 1))
+    chosen: list[int] = []
+    for lo, hi in itertools.pairwise(edges):
+        in_bin = (theta >= lo) & (theta < hi)
+        if not in_bin.any():
+            continue
+        mean_info = info[in_bin].mean(axis=0)
+        for item in np.argsort(mean_info, kind="stable")[::-1]:
+            if int(item) not in chosen:
+                chosen.append(int(item))
+                break
+        if len(chosen) >= k:
+            break
+    return chosen
+
+
+class FisherInformationSelector(Selector):
+    """metabench item selection: most informative item per source-ability quantile bin.
+
+    Parameters
+    ----------
+    k : int
+        Number of bins (the coreset may be smaller, see the module notes).
+    seed : int
+        Seed of the IRT fit.
+    fill : bool
+        Top up to ``k`` items with the highest mean information over all source
+        abilities (off for metabench, as the reference).
+    model : {"2pl", "3pl", "1pl"}
+        Logistic IRT model (1-D).
+    fit_method, priors, num_steps, learning_rate, num_draws
+        IRT fit (:func:`coreval.selection.irt_anchors.fit_source_irt`). The
+        default is a MAP fit with weakly-informative priors; the reference uses
+        two rounds of alternating joint maximum likelihood instead.
+    show_progress : bool, optional
+
+    Attributes
+    ----------
+    fit_ : IRTFit
+        Also in ``coreset_.info["irt_fit"]`` for the predictors.
+    theta_ : ndarray, shape (n_source,)
+        Source abilities (posterior means of the fit) that define the bins.
+    """
+
+    needs_binary = True
+
+    def __init__(self, k: int = 10, *, seed: int = 0, fill: bool = False, model: str = "2pl",
+                 fit_method: str = "map", priors: str = "weak", num_steps: int = 2000,
+                 learning_rate: float = 0.05, num_draws: int = 1,
+                 show_progress: bool | None = None) -> None:
+        self.k = k
+        self.seed = seed
+        self.fill = fill
+        self.model = model
+        self.fit_method = fit_method
+        self.priors = priors
+        self.num_steps = num_steps
+        self.learning_rate = learning_rate
+        self.num_draws = num_draws
+        self.show_progress = show_progress
+
+    def irt_options(self) -> dict[str, Any]:
+        return dict(model=self.model, dims=1, fit_method=self.fit_method, priors=self.priors,
+                    num_steps=self.num_steps, learning_rate=self.learning_rate,
+                    num_draws=self.num_draws, seed=self.seed, show_progress=self.show_progress)
+
+    def _select(self, source: ScoreMatrix, k: int) -> Coreset:
+        from coreval.irt.information import item_information
+
+        irt_fit = fit_source_irt(source, **self.irt_options())
+        a, d, c = logistic_item_params(irt_fit)
+        theta = np.asarray(irt_fit.abilities(), dtype=float)[:, 0]
+        if not (np.isfinite(theta).all() and np.isfinite(a).all() and np.isfinite(d).all()):
+            raise ValidationError("the IRT fit of FisherInformationSelector returned NaN")
+        info = np.asarray(item_information(theta, a[:, 0], d, c), dtype=float)  # (n, items)
+        chosen = quantile_bin_items(theta, info, k)
+        n_binned = len(chosen)
+        if self.fill and len(chosen) < k:
+            overall = info.mean(axis=0)
+            rest = [int(i) for i in np.argsort(overall, kind="stable")[::-1]
+                    if int(i) not in chosen]
+            chosen.extend(rest[: k - len(chosen)])
+        self.fit_ = irt_fit
+        self.theta_ = theta
+        indices = np.sort(np.asarray(chosen, dtype=np.intp))  # the reference sorts its coreset
+        return Coreset.from_indices(source, indices, method="fisher-information",
+                                    irt_fit=irt_fit, irt_options=self.irt_options(),
+                                    n_binned=n_binned, binned=np.asarray(chosen[:n_binned]))

@@ -1,0 +1,109 @@
+"""IRTFit: save/load round trip, model card, prediction, LOO, and the MML wrapper (LSAT-7)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import arviz as az
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import expit
+
+from coreval.data.matrix import ScoreMatrix
+from coreval.irt import IRTFit, fit, score_new_model
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
+
+
+@pytest.fixture(scope="module")
+def fitted() -> tuple[IRTFit, ScoreMatrix]:
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=(40, 1))
+    z = theta @ rng.lognormal(0, 0.3, (25, 1)).T + rng.normal(size=25)
+    values = (rng.random(z.shape) < expit(z)).astype(float)
+    values[rng.random(z.shape) < 0.1] = np.nan
+    matrix = ScoreMatrix(values, name="toy", models=[f"m{i}" for i in range(40)],
+                         items=[f"q{j}" for j in range(25)])
+    return fit("2pl", matrix, method="map", num_steps=300, num_draws=30,
+               show_progress=False), matrix
+
+
+def test_save_load_round_trip(fitted, tmp_path) -> None:
+    result, matrix = fitted
+    path = result.save(tmp_path / "models" / "toy-2pl")
+    assert sorted(p.name for p in path.iterdir()) == ["card.json", "items.csv", "posterior.nc"]
+    loaded = IRTFit.load(path)
+    assert (loaded.model, loaded.method, loaded.dims, loaded.priors) == ("2pl", "map", 1, "weak")
+    pd.testing.assert_frame_equal(loaded.items, result.items)
+    assert list(loaded.item_ids) == list(matrix.items)
+    assert list(loaded.model_ids) == list(matrix.models)
+    for name, draws in result.item_draws().items():
+        np.testing.assert_array_equal(loaded.item_draws()[name], draws)
+    np.testing.assert_array_equal(loaded.idata.log_likelihood["y"].values,
+                                  result.idata.log_likelihood["y"].values)
+    theta = np.linspace(-2, 2, 5)[:, None]
+    np.testing.assert_allclose(loaded.predict_mean(theta), result.predict_mean(theta))
+    csv = pd.read_csv(path / "items.csv")
+    assert list(csv.columns) == ["item", "a", "d", "b", "a_sd", "d_sd"]
+    # Saving again replaces the folder atomically and leaves no temporary folders behind.
+    result.save(path)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["toy-2pl"]
+
+
+def test_model_card_provenance_and_diagnostics(fitted) -> None:
+    result, matrix = fitted
+    card = result.card
+    assert card["data"]["name"] == "toy"
+    assert card["data"]["shape"] == [40, 25]
+    assert card["data"]["observed_fraction"] == pytest.approx(matrix.observed.mean())
+    assert card["data"]["sha256"] == hashlib.sha256(
+        np.ascontiguousarray(matrix.values).tobytes()).hexdigest()
+    diag = card["diagnostics"]
+    assert diag["steps"] == 300 and np.isfinite(diag["final_loss"]) and diag["seconds"] > 0
+    assert diag["posterior"] == "laplace"
+    assert {"coreval_version", "date", "settings"} <= set(card)
+    json.dumps(card)
+
+
+def test_predict_mean_is_the_2pl_curve(fitted) -> None:
+    result, _ = fitted
+    point = result.item_point()
+    theta = np.array([[-1.0], [0.0], [1.5]])
+    expected = expit(theta @ point["a"].T + point["d"])
+    np.testing.assert_allclose(result.predict_mean(theta), expected, rtol=1e-5, atol=1e-7)
+    sub = result.predict_mean(theta[:, 0], items=["q3", "q0"])
+    np.testing.assert_allclose(sub, expected[:, [3, 0]], rtol=1e-5, atol=1e-7)
+    assert result.abilities().shape == (40, 1)
+    assert result.item_draws()["a"].shape == (30, 25, 1)
+
+
+def test_loo_runs_on_the_pointwise_log_likelihood(fitted) -> None:
+    result, matrix = fitted
+    loo = az.loo(result.idata)
+    n_obs = int(matrix.observed.sum())
+    assert loo.n_data_points == n_obs
+    total = result.idata.sample_stats["loglik_total"].values
+    assert np.isfinite(loo.elpd_loo) and loo.elpd_loo < total.mean()
+
+
+def test_scoring_a_fitted_model_uses_the_laplace_draws(fitted) -> None:
+    result, matrix = fitted
+    responses = pd.Series(matrix.values[0], index=matrix.items).dropna()
+    post = score_new_model(result, responses, num_draws=50)
+    assert post.item_draw_index.max() < result.n_draws
+    assert abs(post.mean[0] - result.abilities()[0, 0]) < 2 * post.sd[0]
+
+
+def test_mml_wrapper_matches_mirt_on_lsat7(shared_dir, anchors_dir) -> None:
+    table = pd.read_csv(shared_dir / "data" / "psychometrics" / "LSAT7.csv")
+    patterns = table.drop(columns="freq").to_numpy(dtype=float)
+    values = np.repeat(patterns, table["freq"].to_numpy(), axis=0)
+    ref = json.loads((anchors_dir / "lsat_mirt_reference.json").read_text())["LSAT7_2PL"]
+    result = fit("2pl", values, method="mml", show_progress=False)
+    np.testing.assert_allclose(result.items["a"], ref["a"], atol=2e-2)
+    np.testing.assert_allclose(result.items["d"], ref["d"], atol=2e-2)
+    assert result.card["diagnostics"]["loglik"] == pytest.approx(ref["logLik"], abs=0.05)
+    assert {"a_sd", "d_sd"} <= set(result.items.columns)
+    assert result.n_draws == 1
