@@ -15,8 +15,6 @@ Servén, D. & Brummitt, C. (2018). pyGAM: Generalized Additive Models in Python.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from pygam import LinearGAM, s
 
@@ -25,7 +23,7 @@ from coreval.errors import ValidationError
 from coreval.prediction.base import Prediction, Predictor
 from coreval.prediction.gp_irt import estimate_abilities
 from coreval.selection.base import Coreset
-from coreval.selection.irt_anchors import logistic_item_params, reuse_or_fit_irt
+from coreval.selection.irt_anchors import irt_options, logistic_item_params, reuse_or_fit_irt
 
 
 class GAMPredictor(Predictor):
@@ -72,11 +70,6 @@ class GAMPredictor(Predictor):
         self.seed = seed
         self.show_progress = show_progress
 
-    def irt_options(self) -> dict[str, Any]:
-        return dict(model=self.model, dims=1, fit_method=self.fit_method, priors=self.priors,
-                    num_steps=self.num_steps, learning_rate=self.learning_rate,
-                    num_draws=self.num_draws, seed=self.seed, show_progress=self.show_progress)
-
     def _features(self, x: np.ndarray) -> np.ndarray:
         theta = estimate_abilities(x, self.a_, self.d_, self.c_, bounds=self.theta_bounds)
         return np.column_stack([theta[:, 0], x.mean(axis=1)])
@@ -84,7 +77,7 @@ class GAMPredictor(Predictor):
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
         if not 0.0 < self.level < 1.0:
             raise ValidationError(f"level must be in (0, 1), got {self.level}")
-        irt_fit = reuse_or_fit_irt(source, coreset, **self.irt_options())
+        irt_fit = reuse_or_fit_irt(source, coreset, **irt_options(self))
         a, d, c = logistic_item_params(irt_fit)
         if a.shape[1] != 1:
             raise ValidationError(f"GAMPredictor needs a 1-D IRT fit, got {a.shape[1]} dims")

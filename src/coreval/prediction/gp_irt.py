@@ -17,8 +17,6 @@ Regression, appendix G.1 (the gp-IRT weight λ).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
@@ -28,7 +26,12 @@ from coreval.errors import ValidationError
 from coreval.prediction.base import Prediction, Predictor
 from coreval.prediction.conformal import split_conformal_interval
 from coreval.selection.base import Coreset
-from coreval.selection.irt_anchors import fit_source_irt, logistic_item_params, reuse_or_fit_irt
+from coreval.selection.irt_anchors import (
+    fit_source_irt,
+    irt_options,
+    logistic_item_params,
+    reuse_or_fit_irt,
+)
 
 #: Logits are clipped to this range, as in the tinyBenchmarks code (keeps the MLE finite).
 LOGIT_CLIP = 30.0
@@ -196,14 +199,8 @@ class PIRTPredictor(Predictor):
         self.seed = seed
         self.show_progress = show_progress
 
-    def irt_options(self) -> dict[str, Any]:
-        return dict(model=self.model, dims=self.dims, fit_method=self.fit_method,
-                    priors=self.priors, num_steps=self.num_steps,
-                    learning_rate=self.learning_rate, num_draws=self.num_draws,
-                    seed=self.seed, show_progress=self.show_progress)
-
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
-        self.irt_fit_ = reuse_or_fit_irt(source, coreset, **self.irt_options())
+        self.irt_fit_ = reuse_or_fit_irt(source, coreset, **irt_options(self))
         self.a_, self.d_, self.c_ = logistic_item_params(self.irt_fit_)
         cols = coreset.indices
         self.unseen_ = np.setdiff1d(np.arange(source.n_items), cols)
@@ -275,7 +272,7 @@ class GPIRTPredictor(PIRTPredictor):
         train_rows = np.setdiff1d(np.arange(n_src), val_rows)
         if len(train_rows) < 2:
             raise ValidationError(f"gp-IRT needs at least 3 source models, got {n_src}")
-        options = self.irt_options()
+        options = irt_options(self)
         options["show_progress"] = self.show_progress
         val_fit = fit_source_irt(source.take(train_rows), **options)
         a, d, c = logistic_item_params(val_fit)

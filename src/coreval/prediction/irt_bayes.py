@@ -29,8 +29,6 @@ predictive simulation).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from scipy.special import expit
 
@@ -40,7 +38,7 @@ from coreval.errors import ValidationError
 from coreval.prediction.base import Prediction, Predictor
 from coreval.prediction.gp_irt import LOGIT_CLIP
 from coreval.selection.base import Coreset
-from coreval.selection.irt_anchors import reuse_or_fit_irt
+from coreval.selection.irt_anchors import irt_options, reuse_or_fit_irt
 
 #: Quadrature grid of the 1-D ability posterior (spacing 0.04).
 GRID_HALF_WIDTH = 8.0
@@ -115,18 +113,12 @@ class IRTBayesPredictor(Predictor):
         self.seed = seed
         self.show_progress = show_progress
 
-    def irt_options(self) -> dict[str, Any]:
-        return dict(model=self.model, dims=self.dims, fit_method=self.fit_method,
-                    priors=self.priors, num_steps=self.num_steps,
-                    learning_rate=self.learning_rate, num_draws=self.num_draws,
-                    seed=self.seed, show_progress=self.show_progress)
-
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
         if not 0.0 < self.level < 1.0:
             raise ValidationError(f"level must be in (0, 1), got {self.level}")
         if int(self.num_draws) < 2:
             raise ValidationError(f"num_draws must be at least 2, got {self.num_draws}")
-        self.irt_fit_ = reuse_or_fit_irt(source, coreset, **self.irt_options())
+        self.irt_fit_ = reuse_or_fit_irt(source, coreset, **irt_options(self))
         draws = self.irt_fit_.item_draws()
         d = np.asarray(draws["d"], dtype=float)
         a = draws.get("a")

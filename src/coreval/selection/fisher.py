@@ -19,14 +19,13 @@ Regression, appendix G (the ``metabench`` method of its reference code).
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import numpy as np
 
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.selection.base import Coreset, Selector
-from coreval.selection.irt_anchors import fit_source_irt, logistic_item_params
+from coreval.selection.irt_anchors import fit_source_irt, irt_options, logistic_item_params
 
 
 def quantile_bin_items(theta: np.ndarray, info: np.ndarray, k: int) -> list[int]:
@@ -111,15 +110,10 @@ class FisherInformationSelector(Selector):
         self.num_draws = num_draws
         self.show_progress = show_progress
 
-    def irt_options(self) -> dict[str, Any]:
-        return dict(model=self.model, dims=1, fit_method=self.fit_method, priors=self.priors,
-                    num_steps=self.num_steps, learning_rate=self.learning_rate,
-                    num_draws=self.num_draws, seed=self.seed, show_progress=self.show_progress)
-
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
         from coreval.irt.information import item_information
 
-        irt_fit = fit_source_irt(source, **self.irt_options())
+        irt_fit = fit_source_irt(source, **irt_options(self))
         a, d, c = logistic_item_params(irt_fit)
         theta = np.asarray(irt_fit.abilities(), dtype=float)[:, 0]
         if not (np.isfinite(theta).all() and np.isfinite(a).all() and np.isfinite(d).all()):
@@ -136,5 +130,5 @@ class FisherInformationSelector(Selector):
         self.theta_ = theta
         indices = np.sort(np.asarray(chosen, dtype=np.intp))  # the reference sorts its coreset
         return Coreset.from_indices(source, indices, method="fisher-information",
-                                    irt_fit=irt_fit, irt_options=self.irt_options(),
+                                    irt_fit=irt_fit, irt_options=irt_options(self),
                                     n_binned=n_binned, binned=np.asarray(chosen[:n_binned]))

@@ -35,6 +35,23 @@ from coreval.selection.base import Coreset, Selector
 LOGISTIC_MODELS: tuple[str, ...] = ("1pl", "2pl", "3pl")
 
 
+#: Keyword arguments of :func:`fit_source_irt`, read off an estimator's attributes.
+IRT_FIT_OPTIONS: tuple[str, ...] = ("model", "dims", "fit_method", "priors", "num_steps",
+                                    "learning_rate", "num_draws", "seed", "show_progress")
+
+
+def irt_options(estimator: Any) -> dict[str, Any]:
+    """The :func:`fit_source_irt` options of a selector or predictor (``dims`` defaults to 1).
+
+    Every IRT-driven estimator stores these hyperparameters under the same names
+    (scikit-learn contract), so one function collects them for the shared fit cache.
+    """
+    options = {name: getattr(estimator, name) for name in IRT_FIT_OPTIONS
+               if hasattr(estimator, name)}
+    options.setdefault("dims", 1)
+    return options
+
+
 def fit_source_irt(source: ScoreMatrix, *, model: str = "2pl", dims: int = 1,
                    fit_method: str = "svi", priors: str = "weak",
                    num_steps: int = 2000, learning_rate: float = 0.1,
@@ -242,18 +259,11 @@ class IRTAnchorSelector(Selector):
         self.n_init = n_init
         self.show_progress = show_progress
 
-    def irt_options(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`fit_source_irt` this selector uses."""
-        return dict(model=self.model, dims=self.dims, fit_method=self.fit_method,
-                    priors=self.priors, num_steps=self.num_steps,
-                    learning_rate=self.learning_rate, num_draws=self.num_draws,
-                    seed=self.seed, show_progress=self.show_progress)
-
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
-        irt_fit = fit_source_irt(source, **self.irt_options())
+        irt_fit = fit_source_irt(source, **irt_options(self))
         a, d, _ = logistic_item_params(irt_fit)
         anchors, weights = kmeans_anchors(np.column_stack([a, d]), k, seed=self.seed,
                                           n_init=self.n_init)
         self.fit_ = irt_fit
         return Coreset.from_indices(source, anchors, weights=weights, method="irt-anchors",
-                                    irt_fit=irt_fit, irt_options=self.irt_options())
+                                    irt_fit=irt_fit, irt_options=irt_options(self))
