@@ -32,7 +32,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from coreval.data.matrix import ScoreMatrix
@@ -41,26 +40,14 @@ from coreval.data.splits import iter_splits
 from coreval.harness import format_table, run_grid, score_metrics
 from coreval.prediction.base import Prediction, Predictor
 from coreval.registry import Method, register_method
-from coreval.selection.base import Coreset, Selector, resolve_budget
+from coreval.selection.base import resolve_budget
+from coreval.selection.random import RandomSelector
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
 DATASETS = ("arc_challenge", "ifeval", "openllm_math", "commonsense", "gsm", "math", "med_qa",
             "mmlu")
 BUDGETS = (0.05, 0.1)
-
-
-class LegacyRandom(Selector):
-    """mrmr_eval ``random_sampling`` selection."""
-
-    def __init__(self, k: int = 1, seed: int = 0):
-        self.k = k
-        self.seed = seed
-
-    def _select(self, source, k):
-        # legacy RandomState: exact reproduction of the reference's np.random.seed(s)
-        idx = np.random.RandomState(self.seed).permutation(source.n_items)[:k]
-        return Coreset.from_indices(source, idx, method="legacy-random")
 
 
 class PlainMean(Predictor):
@@ -75,7 +62,8 @@ class PlainMean(Predictor):
 
 
 def _selector(k, seed=0, **_):
-    return LegacyRandom(k=k, seed=seed)
+    # RandomSelector draws RandomState(seed).permutation(n)[:k], the reference's stream.
+    return RandomSelector(k=k, seed=seed)
 
 
 def _predictor(seed=0, **_):

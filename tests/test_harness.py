@@ -33,6 +33,7 @@ from coreval.harness.metrics import Standardizer
 from coreval.prediction.base import Prediction, Predictor
 from coreval.registry import Method, register_method
 from coreval.selection.base import Coreset, Selector
+from coreval.selection.random import RandomSelector
 
 TIMING = ["seconds_select", "seconds_fit", "seconds_predict"]
 
@@ -412,19 +413,6 @@ def test_sigma_weighted_summary_over_datasets():
 
 
 # ----------------------------------------------------------------------------- real data
-class LegacyRandomSelector(Selector):
-    """mrmr_eval's ``random_sampling``: ``np.random.seed(s); permutation(n)[:k]``."""
-
-    def __init__(self, k: int = 1, seed: int = 0):
-        self.k = k
-        self.seed = seed
-
-    def _select(self, source, k):
-        # legacy RandomState: exact reproduction of the reference's np.random.seed(s)
-        idx = np.random.RandomState(self.seed).permutation(source.n_items)[:k]
-        return Coreset.from_indices(source, idx, method="legacy-random")
-
-
 class PlainMean(Predictor):
     def _fit(self, source, coreset):
         pass
@@ -434,7 +422,7 @@ class PlainMean(Predictor):
         return Prediction(m, m, m, interval="none")
 
 
-register_method(Method("_test-legacy-random", lambda k, seed=0, **o: LegacyRandomSelector(k, seed),
+register_method(Method("_test-legacy-random", lambda k, seed=0, **o: RandomSelector(k, seed=seed),
                        lambda seed=0, **o: PlainMean()), replace=True)
 
 

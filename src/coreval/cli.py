@@ -78,6 +78,12 @@ def _load(data: str, data_dir: Path | None):
     return load_matrix(data, data_dir=data_dir)
 
 
+# Options shared by the commands that refit a method to score a new model (predict, report).
+ResponsesArg = Annotated[Path, typer.Argument(help="CSV of the new model: columns item, score.")]
+RefitMethodOpt = Annotated[str, typer.Option(help="Method name (same as used for select).")]
+RefitBudgetOpt = Annotated[float, typer.Option(help="Same budget as used for select.")]
+RefitSeedOpt = Annotated[int, typer.Option(help="Same seed as used for select.")]
+
 DataDirOpt = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Folder where bare dataset names are looked up "
@@ -200,11 +206,10 @@ def select_cmd(
 @_one_line_errors
 def predict_cmd(
     data: Annotated[str, typer.Argument(help="Score matrix of known models: path or bare name.")],
-    responses: Annotated[Path, typer.Argument(help="CSV of the new model: columns item, score.")],
-    method: Annotated[str, typer.Option(help="Method name (same as used for select).")] =
-        "random++",
-    budget: Annotated[float, typer.Option(help="Same budget as used for select.")] = 0.1,
-    seed: Annotated[int, typer.Option(help="Same seed as used for select.")] = 0,
+    responses: ResponsesArg,
+    method: RefitMethodOpt = "random++",
+    budget: RefitBudgetOpt = 0.1,
+    seed: RefitSeedOpt = 0,
     calibration: Annotated[str, typer.Option(
         help="Intervals: 'native' (the predictor's own) or 'cv' (split conformal on "
         "out-of-fold residuals with the selection redone in each fold).")] = "native",
@@ -258,11 +263,10 @@ def fit_cmd(
 @_one_line_errors
 def report_cmd(
     data: Annotated[str, typer.Argument(help="Score matrix of known models: path or bare name.")],
-    responses: Annotated[Path, typer.Argument(help="CSV of the new model: columns item, score.")],
-    method: Annotated[str, typer.Option(help="Method name (same as used for select).")] =
-        "random++",
-    budget: Annotated[float, typer.Option(help="Same budget as used for select.")] = 0.1,
-    seed: Annotated[int, typer.Option(help="Same seed as used for select.")] = 0,
+    responses: ResponsesArg,
+    method: RefitMethodOpt = "random++",
+    budget: RefitBudgetOpt = 0.1,
+    seed: RefitSeedOpt = 0,
     name: Annotated[str, typer.Option(help="Name of the new model on the card.")] = "new model",
     level: Annotated[float, typer.Option(help="Interval level.")] = 0.9,
     out: Annotated[Path, typer.Option(help="Card file: .md (Markdown) or .html (HTML).")] =
