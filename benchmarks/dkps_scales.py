@@ -247,10 +247,62 @@ def stage_dkps(args: argparse.Namespace) -> None:
                         rows.append((n, rep, "active", meth, data["models"][t],
                                      100 * abs(v - y[t])))
     res = pd.DataFrame(rows, columns=["n", "rep", "sets", "method", "model", "abs_err"])
+    cov = dkps_coverage(data, budgets, args, families, target_names)
     elapsed = time.perf_counter() - t0
-    write_section("dkps", dkps_report(res, data, budgets, args, elapsed))
+    write_section("dkps", dkps_report(res, data, budgets, args, elapsed)
+                  + "\n\n" + coverage_report(cov, args))
     write_section("throughput", throughput_report(len(data["models"]), len(data["queries"])))
     print(RESULTS.read_text())
+
+
+def dkps_coverage(data: dict, budgets: list[int], args, families: dict,
+                  target_names: list[str]) -> pd.DataFrame:
+    """90 % interval coverage of DKPS (jackknife+) and Ens(DKPS) (Gaussian) under LOFO."""
+    from coreval._progress import progress
+    from coreval.prediction.dkps import DKPS, lofo_splits
+
+    sq, y, fam, prefs = data["sq"], data["y"], data["family"], data["prefs"]
+    rng = np.random.default_rng(args.seed + 7)
+    rows = []
+    for n in progress(budgets, desc="coverage"):
+        for rep in range(args.coverage_reps):
+            S = np.sort(rng.choice(sq.shape[0], size=n, replace=False))
+            D = np.sqrt(np.clip(sq[S].mean(axis=0), 0, None))
+            for _f, refs, targets in lofo_splits(data["models"], families, target_names):
+                sample = np.nanmean(prefs[np.ix_(targets, S)], axis=1)
+                est = DKPS(n_components=args.n_components, interval="jackknife+", level=0.9)
+                est.fit_distances(D[np.ix_(refs, refs)], y[refs], n_queries=n,
+                                  groups=fam[refs] if args.tau == "family" else None)
+                d = D[np.ix_(targets, refs)]
+                preds = {"DKPS (jackknife+)": est.predict_distances(d)}
+                ens = est.set_params(ensemble=True)
+                ok = np.isfinite(sample)
+                if ok.any():
+                    preds["Ens(DKPS) (Gaussian)"] = ens.predict_distances(
+                        d[ok], sample_scores=sample[ok])
+                for meth, p in preds.items():
+                    tt = targets if meth.startswith("DKPS") else targets[ok]
+                    for t, lo, hi in zip(tt, p.lower, p.upper, strict=True):
+                        rows.append((n, rep, meth, float(lo <= y[t] <= hi), 100 * (hi - lo)))
+    return pd.DataFrame(rows, columns=["n", "rep", "method", "inside", "width"])
+
+
+def coverage_report(cov: pd.DataFrame, args) -> str:
+    tab = cov.groupby(["n", "method"]).agg(coverage=("inside", "mean"),
+                                           width=("width", "mean")).unstack("method")
+    meths = list(tab["coverage"].columns)
+    lines = [f"### 90 % interval coverage under LOFO ({args.coverage_reps} random query sets "
+             "per n)", "",
+             "Fraction of target models whose AE2 win rate lies inside the nominal 90 % "
+             "interval; width in win-rate points. DKPS: jackknife+ over leave-one-reference-"
+             "out refits in a fixed perspective space. Ens(DKPS): Gaussian precision "
+             "combination ŷ ± z·(1/τ² + n/σ²)^(-1/2).", "",
+             "| n | " + " | ".join(f"{m} coverage | {m} width" for m in meths) + " |",
+             "|---|" + "---|---|" * len(meths)]
+    for n in tab.index:
+        cells = [f"{tab['coverage'][m][n]:.2f} | {tab['width'][m][n]:.1f}" for m in meths]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def dkps_report(res: pd.DataFrame, data: dict, budgets: list[int], args, elapsed: float) -> str:
@@ -457,6 +509,75 @@ def stage_irt(args: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
+def stage_irt_bayes(args: argparse.Namespace) -> None:
+    """irt-bayes with the continuous IRT models: predicted win rates from a few items."""
+    import warnings
+
+    from coreval.data.matrix import ScoreMatrix
+    from coreval.pipeline import fit_method
+    from coreval.registry import get_method
+
+    warnings.filterwarnings("ignore")
+    t0 = time.perf_counter()
+    Y, models = load_prefs()
+    keep = models != "gpt4_1106_preview"
+    Y, models = Y[keep], models[keep]
+    truth_all = np.nanmean(Y, axis=1)  # the AE2 win rate / 100
+    complete = ~np.isnan(Y).any(axis=0)
+    M = ScoreMatrix(Y[:, complete], models=models)
+    rows = []
+    for seed in args.seeds:
+        order = np.random.default_rng(seed).permutation(M.n_models)
+        src, tgt = order[:args.n_source], order[args.n_source:]
+        source, target = M.take(src), M.take(tgt)
+        truth = truth_all[tgt]
+        for frac in args.fractions:
+            k = max(1, int(frac * 805))
+            variants = [("random+ (ridge, jackknife+)", "random+", {})]
+            variants += [(f"irt-bayes {m}", "irt-bayes", {"model": m, "num_draws": args.draws,
+                                                        "show_progress": False})
+                         for m in args.models]
+            for label, method, options in variants:
+                t1 = time.perf_counter()
+                fitted = fit_method(get_method(method), source, k, seed=seed, **options)
+                pred = fitted.predict_array(target.values[:, fitted.coreset.indices])
+                rows.append({"fraction": frac, "k": k, "seed": seed, "method": label,
+                             "mae": 100 * np.mean(np.abs(pred.mean - truth)),
+                             "coverage90": np.mean((truth >= pred.lower) & (truth <= pred.upper)),
+                             "width90": 100 * np.mean(pred.upper - pred.lower),
+                             "mean_mae": 100 * np.mean(np.abs(
+                                 target.values[:, fitted.coreset.indices].mean(axis=1) - truth)),
+                             "seconds": time.perf_counter() - t1})
+                print(rows[-1], flush=True)
+    res = pd.DataFrame(rows)
+    tab = res.groupby(["fraction", "k", "method"]).agg(
+        mae=("mae", "mean"), mae_sd=("mae", "std"), coverage90=("coverage90", "mean"),
+        width90=("width90", "mean"), mean_mae=("mean_mae", "mean"),
+        seconds=("seconds", "median")).reset_index()
+    cmd = ("python benchmarks/dkps_scales.py irt-bayes --seeds "
+           + " ".join(map(str, args.seeds)))
+    lines = ["## irt-bayes with continuous IRT: win rates from a few items", "",
+             f"Command: `{cmd}` ({(time.perf_counter() - t0) / 60:.1f} min).", "",
+             f"* Preference matrix {M.n_models} models × {M.n_items} items (complete items; "
+             "gpt4_1106_preview excluded). Per seed, a random "
+             f"{args.n_source} models are the source, the other {M.n_models - args.n_source} "
+             "the targets; truth = AE2 win rate (all observed items).",
+             "* irt-bayes: random coreset (default), 1-D model fitted by SVI (hierarchical "
+             f"priors), {args.draws} posterior-predictive draws with the model's own response "
+             "noise (Beta / logit-normal / heteroskedastic Gaussian) on the unseen items and "
+             "the selection-aware cross-validated misfit term; random+ = the same kind of "
+             "random items with RidgeCV and jackknife+ intervals. `coreset mean` = the "
+             "plain mean of the same coreset. MAE and width in win-rate points.", "",
+             "| budget | k | method | MAE | ± sd (seeds) | coreset mean MAE | coverage90 | "
+             "width90 | s/run |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in tab.itertuples():
+        lines.append(f"| {r.fraction:.0%} | {r.k} | {r.method} | {r.mae:.2f} | {r.mae_sd:.2f} "
+                     f"| {r.mean_mae:.2f} | {r.coverage90:.2f} | {r.width90:.1f} | "
+                     f"{r.seconds:.1f} |")
+    write_section("irt-bayes", "\n".join(lines))
+    print("\n".join(lines))
+
+
 # --------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__,
@@ -476,6 +597,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--n-components", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-seq-length", type=int, default=MAX_SEQ_LENGTH)
+    p.add_argument("--coverage-reps", type=int, default=3)
     p.add_argument("--tau", choices=["family", "model"], default="family",
                    help="ensemble prior error from leave-one-family-out (default) or "
                         "leave-one-model-out residuals on the references")
@@ -488,9 +610,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--holdout", type=float, default=0.1)
     p.add_argument("--eps", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
+    p = sub.add_parser("irt-bayes", help="irt-bayes (beta / lego / hetero) win-rate prediction")
+    p.add_argument("--models", nargs="+", default=["beta", "lego", "hetero"])
+    p.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.02, 0.05])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    p.add_argument("--n-source", type=int, default=40)
+    p.add_argument("--draws", type=int, default=100)
     args = parser.parse_args(argv)
     stages = {"embed": stage_embed, "dkps": stage_dkps, "scales": stage_scales,
-              "irt": stage_irt}
+              "irt": stage_irt, "irt-bayes": stage_irt_bayes}
     stages[args.stage](args)
 
 

@@ -107,3 +107,22 @@ def test_mml_wrapper_matches_mirt_on_lsat7(shared_dir, anchors_dir) -> None:
     assert result.card["diagnostics"]["loglik"] == pytest.approx(ref["logLik"], abs=0.05)
     assert {"a_sd", "d_sd"} <= set(result.items.columns)
     assert result.n_draws == 1
+
+
+def test_large_fits_keep_totals_without_the_pointwise_arrays(fitted, monkeypatch,
+                                                             tmp_path) -> None:
+    """Above LOGLIK_CAP the pointwise log-likelihood and its index arrays are omitted,
+    and the per-draw totals (masked sums) equal those of the pointwise path."""
+    import coreval.irt.inference as inference
+
+    result, matrix = fitted
+    monkeypatch.setattr(inference, "LOGLIK_CAP", 10)
+    big = fit("2pl", matrix, method="map", num_steps=300, num_draws=30, seed=0,
+              show_progress=False)
+    assert "log_likelihood" not in big.idata.groups()
+    assert "constant_data" not in big.idata.groups()
+    assert big.card["diagnostics"]["log_likelihood"].startswith("omitted")
+    np.testing.assert_allclose(big.idata.sample_stats["loglik_total"].values,
+                               result.idata.sample_stats["loglik_total"].values, rtol=1e-5)
+    big.save(tmp_path / "big")
+    assert IRTFit.load(tmp_path / "big").n_draws == 30

@@ -254,6 +254,83 @@ def test_irt_bayes_is_accurate_and_calibrated(sim, anchors):
 
 
 @needs_engine
+def test_registered_irt_bayes_defaults_are_calibrated(sim):
+    """The registered method as a user runs it (default coreset and cross-validated misfit)."""
+    from coreval.pipeline import fit_method
+    from coreval.registry import get_method
+
+    source, target, truth, _ = sim
+    fitted = fit_method(get_method("irt-bayes"), source, K, seed=0,
+                        **{**FIT, "num_draws": 200})
+    pred = fitted.predict_array(target[:, fitted.coreset.indices])
+    assert fitted.predictor.tau_ >= 0.0
+    coverage = np.mean((truth >= pred.lower) & (truth <= pred.upper))
+    assert 0.85 <= coverage <= 0.95, coverage
+    assert _rmse(pred.mean, truth) < 1.3 * _oracle_rmse(sim, fitted.coreset.indices)
+
+
+@needs_engine
+def test_misfit_cv_reselects_on_each_fold(sim, anchors):
+    """Selection-aware folds: the stored selector is re-run on every fold's source models."""
+    from coreval.prediction.irt_bayes import IRTBayesPredictor
+
+    source = sim[0]
+    cs = anchors.coreset_
+    assert "selector" in cs.info and not hasattr(cs.info["selector"], "coreset_")
+    calls = []
+    selector = cs.info["selector"]
+    original = type(selector).fit
+
+    def spy(self, data):
+        calls.append(data.n_models)
+        return original(self, data)
+
+    type(selector).fit = spy
+    try:
+        IRTBayesPredictor(misfit="cv", misfit_folds=4, **{**FIT, "num_draws": 20}).fit(
+            source, cs)
+    finally:
+        type(selector).fit = original
+    assert calls == [N_SRC - N_SRC // 4] * 4
+    with pytest.raises(ValidationError, match="misfit must be one of"):
+        IRTBayesPredictor(misfit="bogus", **SEL).fit(source, cs)
+
+
+@needs_engine
+def test_irt_bayes_continuous_lego_beats_coreset_mean():
+    """Continuous scores: LEGO responses drawn from the model, the LEGO posterior predictive."""
+    import jax
+
+    from coreval.irt.models import response_dist
+    from coreval.prediction.irt_bayes import IRTBayesPredictor
+
+    rng = np.random.default_rng(3)
+    n_models, n_items, k = 100, 150, 15
+    theta = rng.normal(size=(n_models, 1))
+    params = {"a": np.exp(rng.normal(0.0, 0.3, size=(n_items, 1))),
+              "d": rng.normal(size=n_items), "sigma": np.full(n_models, 0.8)}
+    y = np.asarray(response_dist("lego", theta, params).sample(jax.random.PRNGKey(3)))
+    source, target = ScoreMatrix(y[:40]), y[40:]
+    truth = target.mean(axis=1)
+    cols = rng.permutation(n_items)[:k]
+    cs = Coreset.from_indices(source, cols)
+    predictor = IRTBayesPredictor(model="lego", misfit="none",
+                                  **{**FIT, "num_draws": 60}).fit(source, cs)
+    assert not predictor.needs_binary
+    pred = predictor.predict(target[:, cols])
+    assert pred.draws.shape == (60, len(truth))
+    assert np.all((pred.lower >= 0) & (pred.upper <= 1) & (pred.lower <= pred.upper))
+    # the model's posterior mean beats the plain coreset mean on data drawn from it
+    assert _rmse(pred.mean, truth) < _rmse(target[:, cols].mean(axis=1), truth)
+    coverage = np.mean((truth >= pred.lower) & (truth <= pred.upper))
+    assert coverage >= 0.75, coverage
+    with pytest.raises(ValidationError, match="logistic model"):
+        from coreval.selection.irt_anchors import logistic_item_params
+
+        logistic_item_params(predictor.irt_fit_)
+
+
+@needs_engine
 def test_metabench_bins_and_gam(sim):
     from coreval.prediction.gam import GAMPredictor
     from coreval.selection.fisher import FisherInformationSelector

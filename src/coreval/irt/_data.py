@@ -50,6 +50,21 @@ class IRTData:
         return self.values.shape  # type: ignore[return-value]
 
 
+def _row_blocks(n_rows: int, size: int = 512) -> list[slice]:
+    return [slice(lo, min(lo + size, n_rows)) for lo in range(0, n_rows, size)]
+
+
+def column_means(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean of the observed entries of each column (NaN for empty columns), by row blocks."""
+    total = np.zeros(values.shape[1])
+    count = np.zeros(values.shape[1])
+    for rows in _row_blocks(values.shape[0]):
+        total += np.where(mask[rows], values[rows], 0.0).sum(axis=0)
+        count += mask[rows].sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
 def as_matrix(data: ScoreMatrix | np.ndarray) -> ScoreMatrix:
     """Accept a ScoreMatrix or a 2-D array (NaN = unobserved) and return a ScoreMatrix."""
     if isinstance(data, ScoreMatrix):
@@ -94,13 +109,18 @@ def prepare(data: ScoreMatrix | np.ndarray, model: str, *, eps: float = EPS) -> 
     parameters follow the prior) with a warning.
     """
     matrix = as_matrix(data)
-    values = np.array(matrix.values, dtype=np.float64)
+    # No copies of the full matrix beyond the float32 responses: at leaderboard scale
+    # (5000 × 30000) every float64 temporary costs 1.2 GB, so checks and means run on
+    # blocks of rows.
+    values = np.asarray(matrix.values, dtype=np.float64)
     if values.shape[0] < 2:
         raise ValidationError(f"IRT needs at least 2 models, got {values.shape[0]}")
     mask = ~np.isnan(values)
     if not mask.any():
         raise ValidationError("score matrix has no observed entries")
-    check_response_values(values[mask], model)
+    for rows in _row_blocks(values.shape[0]):
+        block = values[rows]
+        check_response_values(block[mask[rows]], model)
     items = matrix.items
     empty_rows, empty_cols = ~mask.any(axis=1), ~mask.any(axis=0)
     if empty_rows.any() or empty_cols.any():
@@ -109,9 +129,9 @@ def prepare(data: ScoreMatrix | np.ndarray, model: str, *, eps: float = EPS) -> 
             f"score (items: {preview(items[empty_cols])}); their parameters follow the prior",
             stacklevel=3,
         )
+    filled = values.astype(np.float32)
     if model in BINARY_MODELS:
-        with np.errstate(invalid="ignore"):
-            col_mean = np.nanmean(np.where(mask, values, np.nan), axis=0)
+        col_mean = column_means(values, mask)
         extreme = (~empty_cols) & ((col_mean == 0.0) | (col_mean == 1.0))
         if extreme.any():
             warnings.warn(
@@ -119,14 +139,14 @@ def prepare(data: ScoreMatrix | np.ndarray, model: str, *, eps: float = EPS) -> 
                 f"model: {preview(items[extreme])}; kept, identified by the prior",
                 stacklevel=3,
             )
-        filled = np.where(mask, values, 0.0)
+        filled[~mask] = 0.0
     else:
-        filled = np.where(mask, values, 0.5)
+        filled[~mask] = 0.5
         if model in CLIPPED_MODELS:
-            filled = np.clip(filled, eps, 1.0 - eps)
-    digest = hashlib.sha256(np.ascontiguousarray(values).tobytes()).hexdigest()
+            np.clip(filled, eps, 1.0 - eps, out=filled)
+    digest = hashlib.sha256(memoryview(np.ascontiguousarray(values)).cast("B")).hexdigest()
     return IRTData(
-        y=filled.astype(np.float32),
+        y=filled,
         mask=mask,
         values=values,
         model_ids=np.asarray(matrix.models, dtype=object),
@@ -142,10 +162,8 @@ def initial_values(data: IRTData, model: str, dims: int) -> dict[str, np.ndarray
     Starting optimisation and NUTS here (rather than at random) avoids the slow
     first hundreds of steps and the sign ambiguity of D = 1.
     """
-    with np.errstate(invalid="ignore"):
-        y = np.where(data.mask, data.values, np.nan)
-        row = np.nan_to_num(np.nanmean(y, axis=1), nan=0.5)
-        col = np.nan_to_num(np.nanmean(y, axis=0), nan=0.5)
+    row = np.nan_to_num(column_means(data.values.T, data.mask.T), nan=0.5)
+    col = np.nan_to_num(column_means(data.values, data.mask), nan=0.5)
     row = np.clip(row, 0.02, 0.98)
     col = np.clip(col, 0.02, 0.98)
     lr = np.log(row / (1 - row))

@@ -539,6 +539,15 @@ def _run_nuts(fn, y, mask, init_strategy, rng, num_warmup, num_samples, num_chai
 
 
 # ------------------------------------------------------------------------- InferenceData
+@partial(jax.jit, static_argnums=(0,))
+def _loglik_masked_total(link: str, params, y, mask):
+    """Total log-likelihood of the observed entries per draw, one draw at a time."""
+    def one(p):
+        lp = _models.response_dist(link, p["theta"], p).log_prob(y)
+        return jnp.sum(jnp.where(mask, lp, 0.0))
+    return jax.lax.map(one, params)
+
+
 @partial(jax.jit, static_argnums=(0, 1))
 def _loglik(link: str, total_only: bool, params, y, rows, cols):
     """Pointwise log-likelihood of the observed entries (or its total) for each draw."""
@@ -551,11 +560,10 @@ def _loglik(link: str, total_only: bool, params, y, rows, cols):
 def _to_idata(samples: dict[str, np.ndarray], stats: dict[str, np.ndarray], data: IRTData,
               link: str, dims: int) -> tuple[az.InferenceData, str | None]:
     n_chains, n_draws = samples["theta"].shape[:2]
-    rows, cols = np.nonzero(data.mask)
-    n_obs = rows.size
+    n_obs = int(data.mask.sum())
     needed = [k for k in ("theta", "a", "d", "b", "c", "sigma", "k") if k in samples]
     flat = {k: jnp.asarray(samples[k].reshape((-1, *samples[k].shape[2:]))) for k in needed}
-    yj, rj, cj = jnp.asarray(data.y), jnp.asarray(rows), jnp.asarray(cols)
+    yj = jnp.asarray(data.y)
     keep_per_chain = max(1, min(n_draws, LOGLIK_CAP // max(1, n_obs * n_chains)))
     note = None
     store = n_obs * n_chains <= LOGLIK_CAP
@@ -568,20 +576,29 @@ def _to_idata(samples: dict[str, np.ndarray], stats: dict[str, np.ndarray], data
             note = f"thinned to {keep.size} of {n_draws} draws per chain"
     stats = dict(stats)
     ll = None
-    if keep.size == n_draws:  # the common case: one pass gives pointwise values and totals
-        ll = np.asarray(_loglik(link, False, flat, yj, rj, cj), dtype=np.float32)
-        totals = ll.sum(axis=1, dtype=np.float64)
-        ll = ll.reshape(n_chains, n_draws, n_obs)
+    if not store:
+        # Leaderboard scale: neither the pointwise values nor the (obs -> model, item)
+        # index arrays (16 bytes per observed entry) are kept; totals by a masked sum.
+        rows = cols = np.zeros(0, dtype=np.int64)
+        totals = np.asarray(_loglik_masked_total(link, flat, yj, jnp.asarray(data.mask)))
     else:
-        totals = np.asarray(_loglik(link, True, flat, yj, rj, cj))
-        if keep.size:
+        rows, cols = np.nonzero(data.mask)
+        rj, cj = jnp.asarray(rows), jnp.asarray(cols)
+        if keep.size == n_draws:  # the common case: one pass gives pointwise values and totals
+            ll = np.asarray(_loglik(link, False, flat, yj, rj, cj), dtype=np.float32)
+            totals = ll.sum(axis=1, dtype=np.float64)
+            ll = ll.reshape(n_chains, n_draws, n_obs)
+        else:
+            totals = np.asarray(_loglik(link, True, flat, yj, rj, cj))
             idx = (np.arange(n_chains)[:, None] * n_draws + keep[None, :]).ravel()
             sub = {k: v[idx] for k, v in flat.items()}
             ll = np.asarray(_loglik(link, False, sub, yj, rj, cj),
                             dtype=np.float32).reshape(n_chains, keep.size, n_obs)
     stats["loglik_total"] = np.asarray(totals).reshape(n_chains, n_draws)
     coords = {"model": data.model_ids.astype(str), "item": data.item_ids.astype(str),
-              "dim": np.arange(dims), "obs": np.arange(n_obs)}
+              "dim": np.arange(dims)}
+    if store:
+        coords["obs"] = np.arange(n_obs)
     post_dims = {k: list(_DIMS[k]) for k in samples if k in _DIMS
                  and samples[k].ndim - 2 == len(_DIMS[k])}
     posterior = az.dict_to_dataset(samples, coords=coords, dims=post_dims)
@@ -590,10 +607,11 @@ def _to_idata(samples: dict[str, np.ndarray], stats: dict[str, np.ndarray], data
         "sample_stats": az.dict_to_dataset(stats, coords=coords),
         "observed_data": az.dict_to_dataset({"y": data.values}, coords=coords,
                                             dims={"y": ["model", "item"]}, default_dims=[]),
-        "constant_data": az.dict_to_dataset({"obs_model": rows, "obs_item": cols},
-                                            coords=coords, default_dims=[],
-                                            dims={"obs_model": ["obs"], "obs_item": ["obs"]}),
     }
+    if store:  # maps the log_likelihood's "obs" dimension to (model, item)
+        groups["constant_data"] = az.dict_to_dataset(
+            {"obs_model": rows, "obs_item": cols}, coords=coords, default_dims=[],
+            dims={"obs_model": ["obs"], "obs_item": ["obs"]})
     if ll is not None:
         ll_coords = dict(coords, chain=np.arange(n_chains), draw=keep)
         groups["log_likelihood"] = az.dict_to_dataset({"y": ll}, coords=ll_coords,

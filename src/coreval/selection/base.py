@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
@@ -133,6 +133,9 @@ class Selector(BaseEstimator):
         k = check_k(getattr(self, "k"), source.n_items)  # noqa: B009 - every selector has k
         coreset = self._select(source, k)
         coreset.info.setdefault("uses_source_models", self.uses_source_models)
+        # An unfitted copy, so that downstream steps can re-run the same selection on
+        # other source models (selection-aware cross-validation, e.g. irt-bayes' misfit).
+        coreset.info.setdefault("selector", clone(self))
         self.coreset_ = coreset
         self.selected_ = coreset.indices
         self.weights_ = coreset.weights

@@ -82,10 +82,6 @@ def fit_source_irt(source: ScoreMatrix, *, model: str = "2pl", dims: int = 1,
     """
     from coreval.irt import fit  # imported lazily: the IRT engine pulls in JAX
 
-    if model not in LOGISTIC_MODELS:
-        raise ValidationError(
-            f"IRT coreset methods need a logistic model {LOGISTIC_MODELS}, got {model!r}"
-        )
     options = dict(method=fit_method, dims=dims, priors=priors, num_steps=num_steps,
                    learning_rate=learning_rate, num_draws=num_draws, seed=seed)
     key = (_fingerprint(source), model, tuple(sorted(options.items())))
@@ -102,7 +98,7 @@ def fit_source_irt(source: ScoreMatrix, *, model: str = "2pl", dims: int = 1,
 #: Recent IRT fits, keyed by the data's fingerprint and the fit options. The harness
 #: runs each budget of a (dataset, split, seed) separately; the IRT fit does not depend
 #: on the budget, so this makes the second budget reuse the first one's fit.
-FIT_CACHE_SIZE = 8
+FIT_CACHE_SIZE = 16
 _FIT_CACHE: OrderedDict[tuple, Any] = OrderedDict()
 
 
@@ -145,7 +141,18 @@ def logistic_item_params(irt_fit: Any) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
     The engine's parameterisation is slope-intercept, ``logit p = a·θ + d``
     (difficulty ``b = -d/a`` for D = 1); the 1PL has no ``a`` (all ones).
+
+    Raises
+    ------
+    ValidationError
+        The fit is of a continuous-score model (anchors, Fisher information, p-IRT
+        and the GAM are defined for the logistic models only).
     """
+    link = getattr(irt_fit, "link", "2pl")
+    if link not in LOGISTIC_MODELS:
+        raise ValidationError(
+            f"IRT anchors, Fisher selection, p-IRT/gp-IRT and metabench need a logistic model "
+            f"{LOGISTIC_MODELS}, got {link!r}; irt-bayes takes continuous models")
     point = irt_fit.item_point()
     d = np.asarray(point["d"], dtype=float).reshape(-1)
     a = point.get("a")

@@ -1,0 +1,229 @@
+"""The full item-level comparison: every selector family on the 8 shared matrices.
+
+Runs, through :func:`coreval.harness.run_grid`, the methods of the mRMR paper's
+binary comparison (random, random+, random++, anchor-points(+/++), lasso,
+search+ with 1000 candidate subsets, gp-irt(+/++), metabench, irt-bayes, mrmr+,
+mrmr++) on the 8 shared item-level matrices with the ``binned`` split,
+M ∈ {15, 30, 50} source models, budgets 5 %, 10 %, 15 % and seeds 0-4, and
+writes ``benchmarks/results/item_level.md``:
+
+* σ⁻¹-aggregated RMSE, MAE, Kendall τ and Spearman ρ (mRMR paper, Eqs. 25-27)
+  per M × budget × method, and the per-dataset tables;
+* Nogueira's Φ̂ stability of the coresets across seeds;
+* 90 % interval coverage and width (each method's own interval);
+* median seconds per run (select + fit + predict);
+* ``figures/item_level.png``: aggregated RMSE and τ vs budget, one panel per M
+  (the layout of the paper's Figure 2).
+
+Cells are stored in ``benchmarks/results/raw/item_level.parquet.parts/`` and a
+re-run computes only the missing ones (``--methods`` runs a subset; the report
+always covers every stored method).
+
+Usage::
+
+    python benchmarks/item_level.py [--methods m1,m2] [--n-jobs 1] [--report-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from coreval.data import load_matrix
+from coreval.harness import run_grid
+from coreval.harness.store import to_frame
+from coreval.harness.summary import (
+    dataset_sigmas,
+    sigma_weighted_summary,
+    stability_table,
+    summarize,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+RAW = RESULTS / "raw" / "item_level.parquet"
+DATASETS = ("arc_challenge", "ifeval", "openllm_math", "commonsense", "gsm", "math", "med_qa",
+            "mmlu")
+METHODS = ("random", "random+", "random++", "anchor-points", "anchor-points+",
+           "anchor-points++", "lasso", "search+", "gp-irt", "gp-irt+", "gp-irt++", "metabench",
+           "irt-bayes", "mrmr+", "mrmr++")
+N_SOURCE = (15, 30, 50)
+BUDGETS = (0.05, 0.10, 0.15)
+SEEDS = tuple(range(5))
+METRICS = ("rmse", "mae", "kendall", "spearman", "coverage90", "width90")
+
+
+def run(methods: list[str], data_dir: Path, n_jobs: int) -> float:
+    """Run (or resume) the grid for ``methods``; returns the wall time in seconds."""
+    matrices = {name: load_matrix(name, data_dir=data_dir) for name in DATASETS}
+    t0 = time.perf_counter()
+    run_grid(matrices, methods, list(BUDGETS), n_source=list(N_SOURCE), seeds=list(SEEDS),
+             split="binned", out=RAW, n_jobs=n_jobs)
+    return time.perf_counter() - t0
+
+
+def _stored() -> pd.DataFrame:
+    """Every stored cell (parts of finished runs), whatever the methods."""
+    parts = sorted((RAW.parent / (RAW.name + ".parts")).glob("*.parquet"))
+    if not parts:
+        raise SystemExit(f"no stored cells under {RAW}.parts; run without --report-only first")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from coreval.harness.store import SCHEMA
+
+    tables = [pq.read_table(p).select(SCHEMA.names).cast(SCHEMA) for p in parts]
+    return to_frame(pa.concat_tables(tables))
+
+
+def _md(df: pd.DataFrame, floatfmt: dict[str, str]) -> list[str]:
+    cols = list(df.columns)
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in df.itertuples(index=False):
+        cells = []
+        for c, v in zip(cols, row, strict=True):
+            if isinstance(v, float | np.floating):
+                cells.append("—" if not np.isfinite(v) else format(v, floatfmt.get(c, ".3f")))
+            else:
+                cells.append(str(v))
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def aggregate(df: pd.DataFrame, data_dir: Path) -> pd.DataFrame:
+    """σ⁻¹-weighted metrics per method × M × budget, plus Φ̂ and median seconds."""
+    matrices = {name: load_matrix(name, data_dir=data_dir) for name in DATASETS}
+    ok = df[df["error"].isna()].copy()
+    agg = sigma_weighted_summary(ok, dataset_sigmas(matrices), metrics=METRICS)
+    stab = stability_table(ok).groupby(["method", "budget", "n_source"])["phi"].mean()
+    ok["seconds"] = ok[["seconds_select", "seconds_fit", "seconds_predict"]].sum(axis=1)
+    sec = ok.groupby(["method", "budget", "n_source"])["seconds"].median()
+    runs = df.groupby(["method", "budget", "n_source"]).size()
+    errs = df[df["error"].notna()].groupby(["method", "budget", "n_source"]).size()
+    idx = pd.MultiIndex.from_frame(agg[["method", "budget", "n_source"]])
+    agg["phi"] = stab.reindex(idx).to_numpy()
+    agg["seconds"] = sec.reindex(idx).to_numpy()
+    agg["runs"] = runs.reindex(idx).to_numpy()
+    agg["failed"] = errs.reindex(idx).fillna(0).astype(int).to_numpy()
+    return agg
+
+
+def figure(agg: pd.DataFrame, path: Path) -> None:
+    """Aggregated RMSE and τ vs budget, one column per M (the paper's Figure 2 layout)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ms = sorted(agg["n_source"].dropna().unique())
+    fig, axes = plt.subplots(2, len(ms), figsize=(4.2 * len(ms), 7), sharex=True,
+                             squeeze=False)
+    cmap = plt.get_cmap("tab20")
+    methods = sorted(agg["method"].unique())
+    for j, m in enumerate(ms):
+        g = agg[agg["n_source"] == m]
+        for i, (metric, label) in enumerate((("rmse", "RMSE (pp, σ⁻¹-weighted)"),
+                                             ("kendall", "Kendall τ (σ⁻¹-weighted)"))):
+            ax = axes[i, j]
+            for c, method in enumerate(methods):
+                h = g[g["method"] == method].sort_values("budget")
+                y = h[metric] * (100 if metric == "rmse" else 1)
+                style = "-" if ("mrmr" in method or "irt" in method) else "--"
+                ax.plot(100 * h["budget"], y, style, marker="o", ms=3, color=cmap(c % 20),
+                        label=method)
+            ax.set_title(f"M = {int(m)} source models")
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+            if i == 1:
+                ax.set_xlabel("budget (% of items)")
+    axes[0, -1].legend(fontsize=7, loc="upper right", ncol=2)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def report(data_dir: Path, command: str, wall: float | None) -> str:
+    df = _stored()
+    agg = aggregate(df, data_dir)
+    figure(agg, RESULTS / "figures" / "item_level.png")
+    n_err = int(df["error"].notna().sum())
+    lines = ["# Item-level comparison: all methods, 8 matrices", "",
+             f"Command: `{command}`", "",
+             f"Binned split; M ∈ {{15, 30, 50}} source models, budgets 5/10/15 %, seeds 0-4; "
+             f"{len(df)} stored runs, {n_err} failed"
+             + (f"; wall {wall:.0f} s for the last invocation" if wall is not None else "")
+             + ". Machine: the shared 2-core CPU box, so seconds are indicative only.", "",
+             "Metrics are on the target models only (all models not among the M sources). "
+             "Each metric is averaged over seeds per dataset, then combined across datasets "
+             "with weights ∝ 1/σ_d, σ_d = std of dataset d's true scores (mRMR paper, "
+             "Eqs. 25-27). RMSE, MAE and width in percentage points; coverage90 = fraction of "
+             "target models inside the method's nominal 90 % interval (jackknife+ for the "
+             "ridge refits, split-conformal for gp-irt / anchor points / random, posterior for "
+             "irt-bayes and metabench's GAM); Φ̂ = Nogueira et al.'s stability of the coresets "
+             "across the 5 seeds (mean over datasets); seconds = median select + fit + predict "
+             "per run.", "",
+             "![item level](figures/item_level.png)", ""]
+    show = agg.copy()
+    for c in ("rmse", "mae", "width90"):
+        show[c] = 100 * show[c]
+    cols = ["method", "rmse", "mae", "kendall", "spearman", "coverage90", "width90", "phi",
+            "seconds", "runs", "failed"]
+    fmt = {"rmse": ".2f", "mae": ".2f", "width90": ".1f", "coverage90": ".2f", "phi": ".2f",
+           "seconds": ".2f"}
+    for (m, b), g in show.groupby(["n_source", "budget"]):
+        lines += [f"## M = {int(m)}, budget {b:.0%} (σ⁻¹-aggregated)", ""]
+        lines += _md(g.sort_values("rmse")[cols], fmt)
+        lines.append("")
+    lines += ["## Per dataset (mean over seeds)", ""]
+    per = summarize(df[df["error"].isna()], ("rmse", "mae", "kendall", "spearman",
+                                              "coverage90"))
+    per = per.rename(columns={f"{c}_mean": c for c in ("rmse", "mae", "kendall", "spearman",
+                                                          "coverage90")})
+    per["rmse"] *= 100
+    per["mae"] *= 100
+    for (m, b), g in per.groupby(["n_source", "budget"]):
+        lines += [f"### M = {int(m)}, budget {b:.0%}", ""]
+        wide = g.pivot_table(index="method", columns="dataset", values="rmse")
+        lines += ["RMSE (pp):", ""]
+        lines += _md(wide.reset_index(), {c: ".2f" for c in wide.columns})
+        wide = g.pivot_table(index="method", columns="dataset", values="kendall")
+        lines += ["", "Kendall τ:", ""]
+        lines += _md(wide.reset_index(), {})
+        lines.append("")
+    if n_err:
+        lines += ["## Failed runs", ""]
+        for r in df[df["error"].notna()].itertuples():
+            lines.append(f"- {r.dataset} {r.method} M={r.n_source} {r.budget:.0%} seed "
+                         f"{r.seed}: {r.error}")
+        lines.append("")
+    text = "\n".join(lines) + "\n"
+    (RESULTS / "item_level.md").write_text(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data-dir", type=Path, default=Path(
+        os.environ.get("COREVAL_DATA_DIR", REPO.parent / "shared" / "data")))
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--n-jobs", type=int, default=1)
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    wall = None
+    if not args.report_only:
+        wall = run([m for m in args.methods.split(",") if m], args.data_dir, args.n_jobs)
+    text = report(args.data_dir, "python benchmarks/item_level.py " + " ".join(argv), wall)
+    print(text[:3000])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
