@@ -378,8 +378,8 @@ def throughput_report(n_models: int, n_queries: int) -> str:
     path = EmbeddingCache().cache_dir / "alpaca_pool_progress.json"
     info = json.loads(path.read_text()) if path.exists() else {}
     lines = ["## Embedding throughput (CPU)", "",
-             "Command: `nice -n 10 python benchmarks/dkps_scales.py embed --threads 1` "
-             "(reniced to 5 after a few minutes; resumable, item by item).", ""]
+             "Command: `python benchmarks/dkps_scales.py embed --threads 1` (resumable, "
+             "item by item; embeddings cached in `~/.cache/coreval/embeddings`).", ""]
     if info:
         lines += [f"* Last embed run: {info['n_embedded']} responses embedded in "
                   f"{info['wall_s'] / 60:.1f} min wall, {info['cpu_s'] / 60:.1f} min CPU: "
@@ -389,12 +389,11 @@ def throughput_report(n_models: int, n_queries: int) -> str:
                   f"* At benchmark time {n_queries} pool items × {n_models} models were fully "
                   f"embedded ({n_queries * n_models} responses) of the planned "
                   f"{POOL_SIZE} × {n_models}.",
-                  "* The machine was shared (load average 8–13 on 2 cores), so the process got "
-                  "roughly 0.1 core. A first try with 2 torch threads measured 83 ms CPU per "
-                  "response (3.6 responses/s wall) — thread contention; 1 thread halves the "
-                  "CPU cost. At 40 ms CPU per response, two free cores (two 1-thread "
-                  "processes) would embed ~50 responses/s — an extrapolation, not a "
-                  "measurement."]
+                  f"* Machine load at report time {os.getloadavg()[0]:.1f} (1-min average, "
+                  f"{os.cpu_count()} cores); throughput depends on the core share the "
+                  "embedder gets. With 2 torch threads on the shared machine an earlier run "
+                  "measured 83 ms CPU per response (thread contention), so 1 thread is the "
+                  "default."]
     return "\n".join(lines)
 
 
@@ -514,6 +513,7 @@ def stage_irt_bayes(args: argparse.Namespace) -> None:
     import warnings
 
     from coreval.data.matrix import ScoreMatrix
+    from coreval.errors import CorevalError
     from coreval.pipeline import fit_method
     from coreval.registry import get_method
 
@@ -525,7 +525,10 @@ def stage_irt_bayes(args: argparse.Namespace) -> None:
     truth_all = np.nanmean(Y, axis=1)  # the AE2 win rate / 100
     complete = ~np.isnan(Y).any(axis=0)
     M = ScoreMatrix(Y[:, complete], models=models)
-    rows = []
+    raw = RESULTS.parent / "raw" / "ae_irt_bayes.csv"  # resumable: finished runs are kept
+    rows = pd.read_csv(raw).to_dict("records") if raw.exists() else []
+    done = {(r["fraction"], r["seed"], r["method"]) for r in rows}
+    failures = []
     for seed in args.seeds:
         order = np.random.default_rng(seed).permutation(M.n_models)
         src, tgt = order[:args.n_source], order[args.n_source:]
@@ -538,9 +541,16 @@ def stage_irt_bayes(args: argparse.Namespace) -> None:
                                                         "show_progress": False})
                          for m in args.models]
             for label, method, options in variants:
+                if (frac, seed, label) in done:
+                    continue
                 t1 = time.perf_counter()
-                fitted = fit_method(get_method(method), source, k, seed=seed, **options)
-                pred = fitted.predict_array(target.values[:, fitted.coreset.indices])
+                try:
+                    fitted = fit_method(get_method(method), source, k, seed=seed, **options)
+                    pred = fitted.predict_array(target.values[:, fitted.coreset.indices])
+                except CorevalError as exc:  # recorded, not fatal: one model may degenerate
+                    failures.append(f"{label}, {frac:.0%}, seed {seed}: {exc}")
+                    print(failures[-1], flush=True)
+                    continue
                 rows.append({"fraction": frac, "k": k, "seed": seed, "method": label,
                              "mae": 100 * np.mean(np.abs(pred.mean - truth)),
                              "coverage90": np.mean((truth >= pred.lower) & (truth <= pred.upper)),
@@ -549,7 +559,12 @@ def stage_irt_bayes(args: argparse.Namespace) -> None:
                                  target.values[:, fitted.coreset.indices].mean(axis=1) - truth)),
                              "seconds": time.perf_counter() - t1})
                 print(rows[-1], flush=True)
+                raw.parent.mkdir(parents=True, exist_ok=True)
+                pd.DataFrame(rows).to_csv(raw.with_suffix(".tmp"), index=False)
+                raw.with_suffix(".tmp").replace(raw)
     res = pd.DataFrame(rows)
+    res = res[res["seed"].isin(args.seeds) & res["fraction"].isin(args.fractions)
+              & res["method"].isin([v[0] for v in variants])]
     tab = res.groupby(["fraction", "k", "method"]).agg(
         mae=("mae", "mean"), mae_sd=("mae", "std"), coverage90=("coverage90", "mean"),
         width90=("width90", "mean"), mean_mae=("mean_mae", "mean"),
@@ -574,6 +589,9 @@ def stage_irt_bayes(args: argparse.Namespace) -> None:
         lines.append(f"| {r.fraction:.0%} | {r.k} | {r.method} | {r.mae:.2f} | {r.mae_sd:.2f} "
                      f"| {r.mean_mae:.2f} | {r.coverage90:.2f} | {r.width90:.1f} | "
                      f"{r.seconds:.1f} |")
+    if failures:
+        lines += ["", "Failed runs (left out of the means above):", ""]
+        lines += [f"* {f}" for f in failures]
     write_section("irt-bayes", "\n".join(lines))
     print("\n".join(lines))
 

@@ -155,6 +155,11 @@ class IRTBayesPredictor(Predictor):
         unseen = np.setdiff1d(np.arange(source.n_items), cols)
         self.draw_index_ = index
         draws = {name: np.asarray(v, dtype=float)[index] for name, v in draws.items()}
+        broken = [name for name, v in draws.items() if not np.isfinite(v).all()]
+        if broken:
+            raise ValidationError(f"irt-bayes: the fitted {self.model!r} model has non-finite "
+                                  f"posterior draws of {broken}; try another fit_method or "
+                                  "a lower learning_rate")
         if "a" not in draws:
             draws["a"] = np.ones((*draws["d"].shape, 1))
         elif draws["a"].ndim == 2:
@@ -205,6 +210,12 @@ class IRTBayesPredictor(Predictor):
     def _simulate(self, x: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """Posterior predictive mean ``(n,)`` and full-score draws ``(S, n)`` (no misfit term)."""
         theta = self._theta_draws(x, rng)                      # (n, S, D)
+        bad = ~np.isfinite(theta).all(axis=(1, 2))
+        if bad.any():
+            raise ValidationError(
+                f"irt-bayes: the ability posterior of {int(bad.sum())} of {len(bad)} models is "
+                f"not finite under the fitted {self.model!r} model (a degenerate Laplace/grid "
+                "posterior); try another IRT model or fit_method")
         if self.model not in LOGISTIC_MODELS:
             return self._simulate_continuous(x, theta, rng)
         a_u, d_u, c_u = self.params_unseen_                     # (S, U, D), (S, U), (S, U)
