@@ -67,7 +67,7 @@ class IRTBayesPredictor(Predictor):
         data, and the mean-field SVI posterior ignores the correlations between
         item parameters that the shared source abilities induce, so the plain
         posterior predictive is too narrow: on simulated 2PL data with 40 source
-        models it covered 79-81 % at nominal 90 % (NUTS: 86-90 %;
+        models and a Fisher coreset it covered 79-81 % at nominal 90 % (NUTS: 85-94 %;
         benchmarks/results/irt_bayes_calibration.md). ``"cv"`` (default)
         estimates ``τ`` out of fold: the IRT model is refitted without each of
         ``misfit_folds`` folds of the source models and the held-out models are
