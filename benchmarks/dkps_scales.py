@@ -523,23 +523,24 @@ def stage_irt_bayes(args: argparse.Namespace) -> None:
     keep = models != "gpt4_1106_preview"
     Y, models = Y[keep], models[keep]
     truth_all = np.nanmean(Y, axis=1)  # the AE2 win rate / 100
+    n_items_all = Y.shape[1]  # budgets are fractions of the whole benchmark (805)
     complete = ~np.isnan(Y).any(axis=0)
     M = ScoreMatrix(Y[:, complete], models=models)
     raw = RESULTS.parent / "raw" / "ae_irt_bayes.csv"  # resumable: finished runs are kept
     rows = pd.read_csv(raw).to_dict("records") if raw.exists() else []
     done = {(r["fraction"], r["seed"], r["method"]) for r in rows}
     failures = []
+    variants = [("random+ (ridge, jackknife+)", "random+", {})]
+    variants += [(f"irt-bayes {m}", "irt-bayes", {"model": m, "num_draws": args.draws,
+                                                "show_progress": False})
+                 for m in args.models]
     for seed in args.seeds:
         order = np.random.default_rng(seed).permutation(M.n_models)
         src, tgt = order[:args.n_source], order[args.n_source:]
         source, target = M.take(src), M.take(tgt)
         truth = truth_all[tgt]
         for frac in args.fractions:
-            k = max(1, int(frac * 805))
-            variants = [("random+ (ridge, jackknife+)", "random+", {})]
-            variants += [(f"irt-bayes {m}", "irt-bayes", {"model": m, "num_draws": args.draws,
-                                                        "show_progress": False})
-                         for m in args.models]
+            k = max(1, int(frac * n_items_all))
             for label, method, options in variants:
                 if (frac, seed, label) in done:
                     continue

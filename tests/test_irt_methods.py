@@ -270,7 +270,7 @@ def test_registered_irt_bayes_defaults_are_calibrated(sim):
 
 
 @needs_engine
-def test_misfit_cv_reselects_on_each_fold(sim, anchors):
+def test_misfit_cv_reselects_on_each_fold(sim, anchors, monkeypatch):
     """Selection-aware folds: the stored selector is re-run on every fold's source models."""
     from coreval.prediction.irt_bayes import IRTBayesPredictor
 
@@ -278,19 +278,15 @@ def test_misfit_cv_reselects_on_each_fold(sim, anchors):
     cs = anchors.coreset_
     assert "selector" in cs.info and not hasattr(cs.info["selector"], "coreset_")
     calls = []
-    selector = cs.info["selector"]
-    original = type(selector).fit
+    original = type(cs.info["selector"]).fit
 
     def spy(self, data):
         calls.append(data.n_models)
         return original(self, data)
 
-    type(selector).fit = spy
-    try:
-        IRTBayesPredictor(misfit="cv", misfit_folds=4, **{**FIT, "num_draws": 20}).fit(
-            source, cs)
-    finally:
-        type(selector).fit = original
+    monkeypatch.setattr(type(cs.info["selector"]), "fit", spy)
+    IRTBayesPredictor(misfit="cv", misfit_folds=4, **{**FIT, "num_draws": 20}).fit(source, cs)
+    monkeypatch.undo()
     assert calls == [N_SRC - N_SRC // 4] * 4
     with pytest.raises(ValidationError, match="misfit must be one of"):
         IRTBayesPredictor(misfit="bogus", **SEL).fit(source, cs)

@@ -119,8 +119,7 @@ def prepare(data: ScoreMatrix | np.ndarray, model: str, *, eps: float = EPS) -> 
     if not mask.any():
         raise ValidationError("score matrix has no observed entries")
     for rows in _row_blocks(values.shape[0]):
-        block = values[rows]
-        check_response_values(block[mask[rows]], model)
+        check_response_values(values[rows][mask[rows]], model)
     items = matrix.items
     empty_rows, empty_cols = ~mask.any(axis=1), ~mask.any(axis=0)
     if empty_rows.any() or empty_cols.any():
