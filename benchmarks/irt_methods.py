@@ -104,11 +104,12 @@ def to_markdown(table: pd.DataFrame, command: str, seconds: float) -> str:
         "not re-run).",
         "",
         "Settings (coreval defaults): gp-irt = 1-D 2PL, SVI (AutoNormal, Adam lr 0.1, 2000",
-        "steps), weakly-informative priors, k-means anchors, λ from a second fit on 4/5 of",
-        "the source models; metabench = 2PL MAP fit, one item per ability-quantile bin (fewer",
-        "than k items with 30 source models), pygam GAM; irt-bayes = 2PL SVI with hierarchical",
-        "priors, Fisher-information coreset topped up to k, posterior predictive with Bernoulli",
-        "noise and the in-sample misfit term τ; random+ = random items + RidgeCV.",
+        "steps), hierarchical priors (truncated-Normal discriminations), k-means on the guide",
+        "medians of (a, d), λ from a second fit on 4/5 of the source models; metabench = 2PL",
+        "MAP fit, one item per ability-quantile bin (fewer than k items with 30 source",
+        "models), pygam GAM; irt-bayes = 2PL SVI with hierarchical priors, random coreset,",
+        "posterior predictive with Bernoulli noise and the cross-validated misfit term τ;",
+        "random+ = random items + RidgeCV.",
         "",
     ]
     show = table.copy()

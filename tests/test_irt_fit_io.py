@@ -12,6 +12,7 @@ import pytest
 from scipy.special import expit
 
 from coreval.data.matrix import ScoreMatrix
+from coreval.errors import ValidationError
 from coreval.irt import IRTFit, fit, score_new_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
@@ -41,6 +42,7 @@ def test_save_load_round_trip(fitted, tmp_path) -> None:
     assert list(loaded.model_ids) == list(matrix.models)
     for name, draws in result.item_draws().items():
         np.testing.assert_array_equal(loaded.item_draws()[name], draws)
+        np.testing.assert_array_equal(loaded.item_point()[name], result.item_point()[name])
     np.testing.assert_array_equal(loaded.idata.log_likelihood["y"].values,
                                   result.idata.log_likelihood["y"].values)
     theta = np.linspace(-2, 2, 5)[:, None]
@@ -77,6 +79,36 @@ def test_predict_mean_is_the_2pl_curve(fitted) -> None:
     np.testing.assert_allclose(sub, expected[:, [3, 0]], rtol=1e-5, atol=1e-7)
     assert result.abilities().shape == (40, 1)
     assert result.item_draws()["a"].shape == (30, 25, 1)
+
+
+def test_map_point_estimate_is_the_mode_not_the_laplace_mean(fitted) -> None:
+    result, matrix = fitted
+    # The same fit without Laplace draws stores the mode itself as its only draw.
+    mode_only = fit("2pl", matrix, method="map", num_steps=300, num_draws=1,
+                    show_progress=False)
+    point = result.item_point()
+    np.testing.assert_allclose(point["a"], mode_only.item_draws()["a"][0], rtol=1e-5)
+    np.testing.assert_allclose(point["d"], mode_only.item_draws()["d"][0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(point["b"], -point["d"] / point["a"][:, 0], rtol=1e-5)
+    np.testing.assert_allclose(result.abilities(), mode_only.abilities("mean"), rtol=1e-5,
+                               atol=1e-6)
+    # a = exp(z) with z Gaussian under Laplace: E[a] = exp(mode + s²/2), so the draw
+    # mean lies above the mode on average over the items.
+    assert np.mean(np.log(result.item_point("mean")["a"] / point["a"])) > 0.0
+    np.testing.assert_array_equal(result.items["a"], point["a"][:, 0])
+    with pytest.raises(ValidationError, match="statistic must be one of"):
+        result.item_point("mode")
+
+
+def test_svi_point_estimate_is_the_guide_median(fitted) -> None:
+    _, matrix = fitted
+    result = fit("2pl", matrix, method="svi", num_steps=300, num_draws=4000,
+                 show_progress=False)
+    point, median = result.item_point(), result.item_point("median")
+    # Exact guide median vs the median of 4000 guide draws: Monte Carlo error only.
+    spread = result.items["a_sd"].to_numpy()
+    assert np.max(np.abs(point["a"][:, 0] - median["a"][:, 0]) / spread) < 0.1
+    assert "point_estimate" in result.idata.groups()
 
 
 def test_loo_runs_on_the_pointwise_log_likelihood(fitted) -> None:

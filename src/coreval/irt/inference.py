@@ -118,6 +118,8 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
     Returns
     -------
     IRTFit
+        For MAP and SVI its InferenceData also has a ``point_estimate`` group (the
+        posterior mode, or the guide's median), which :meth:`IRTFit.item_point` returns.
 
     References
     ----------
@@ -152,21 +154,25 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Ee]xplicit.*")
+        point = None
         if method == "nuts":
             samples, stats, diag = _run_nuts(spec.model_fn(batch=False), y, mask,
                                              _init_strategy(init), rng, num_warmup,
                                              num_samples, num_chains, show)
         elif method == "svi" or batch_size is not None:
-            samples, stats, diag = _run_svi(spec, y, mask, init, rng, method, guide, num_steps,
+            samples, point, diag = _run_svi(spec, y, mask, init, rng, method, guide, num_steps,
                                             float(learning_rate), num_draws, show)
+            stats = {}
         else:
-            samples, stats, diag = _run_map(spec, y, mask, init, rng, num_steps,
+            samples, point, diag = _run_map(spec, y, mask, init, rng, num_steps,
                                             float(learning_rate), num_draws, show)
-    samples = {k: np.asarray(v) for k, v in samples.items() if k != "y"}
-    if "b" not in samples and dims == 1:
-        samples["b"] = -samples["d"] / samples["a"][..., 0]
+            stats = {}
+    samples = _with_difficulty({k: np.asarray(v) for k, v in samples.items() if k != "y"}, dims)
+    if point is not None:
+        point = _with_difficulty({k: np.asarray(v) for k, v in point.items() if k in _DIMS},
+                                 dims)
     diag["seconds"] = time.perf_counter() - start
-    idata, ll_note = _to_idata(samples, stats, irt_data, link, dims)
+    idata, ll_note = _to_idata(samples, stats, irt_data, link, dims, point=point)
     if ll_note:
         diag["log_likelihood"] = ll_note
     if method == "nuts":
@@ -176,6 +182,13 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
                       batch_size=batch_size, num_warmup=num_warmup, num_samples=num_samples,
                       num_chains=num_chains, num_draws=num_draws, seed=seed))
     return IRTFit(model=name, method=method, dims=dims, priors=priors, idata=idata, card=card)
+
+
+def _with_difficulty(values: dict[str, np.ndarray], dims: int) -> dict[str, np.ndarray]:
+    """Add the difficulty ``b = -d / a`` (D = 1) to draws or a point estimate without it."""
+    if "b" not in values and dims == 1 and "a" in values and "d" in values:
+        values = dict(values, b=-values["d"] / values["a"][..., 0])
+    return values
 
 
 # ----------------------------------------------------------------------------- checks
@@ -338,6 +351,9 @@ def _run_map(spec: _Spec, y, mask, init, rng, num_steps, lr, num_draws, show):
     The potential (negative log joint including the log-Jacobians of the
     constraining transforms) is that of NumPyro's HMC; the Laplace approximation
     is ``N(mode, H^-1)`` with the exact Hessian ``H`` at the mode.
+
+    Returns the draws (with a leading chain axis), the mode (constrained, the
+    fit's point estimate) and diagnostics.
     """
     key_init, key_draw = jax.random.split(rng)
     z0 = _map_init(spec, key_init, y, mask, init)
@@ -368,7 +384,9 @@ def _run_map(spec: _Spec, y, mask, init, rng, num_steps, lr, num_draws, show):
             diag["note"] = (f"{n_par} parameters > {LAPLACE_MAX_PARAMS}: no Laplace draws, "
                             "point estimate only (use method='svi' for uncertainty)")
     samples = _map_constrain(spec, z, draws, y, mask)
-    return {k: v[None] for k, v in samples.items()}, {}, diag
+    mode = _map_constrain(spec, z, flat[None, :], y, mask)
+    return ({k: v[None] for k, v in samples.items()}, {k: v[0] for k, v in mode.items()},
+            diag)
 
 
 ITEM_SITES = frozenset({"a", "a_load", "d", "c", "delta"})
@@ -495,12 +513,21 @@ def _svi_chunk(spec: _Spec, method: str, guide: str, lr: float, state, y, mask, 
 @partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
 def _svi_draw(spec: _Spec, method: str, guide: str, lr: float, n_draws: int, state, key,
               y, mask):
+    """``n_draws`` guide draws and, appended as one more row, the guide's median.
+
+    The median is each coordinate's median under the guide, i.e. the guide's
+    location mapped through the constraining transform (``AutoNormal.median``);
+    for ``AutoDelta`` it is the point itself. Deterministic sites (D > 1
+    loadings) are computed for draws and median alike.
+    """
     svi = _ready_svi(spec, method, guide, lr, y, mask)
     auto = svi.guide
     params = svi.get_params(state)
     key_draw, key_det = jax.random.split(key)
     latent = auto.sample_posterior(key_draw, params, sample_shape=(n_draws,))
-    latent = {k: v for k, v in latent.items() if k not in ("y", "_auto_latent")}
+    median = auto.median(params)
+    latent = {k: jnp.concatenate([v, jnp.asarray(median[k])[None]], axis=0)
+              for k, v in latent.items() if k not in ("y", "_auto_latent")}
     if not any(site["type"] == "deterministic" for site in auto.prototype_trace.values()):
         return latent
     det = Predictive(spec.model_fn(False), posterior_samples=latent, batch_ndims=1,
@@ -510,7 +537,11 @@ def _svi_draw(spec: _Spec, method: str, guide: str, lr: float, n_draws: int, sta
 
 
 def _run_svi(spec: _Spec, y, mask, init, rng, method, guide, num_steps, lr, num_draws, show):
-    """SVI (AutoNormal / AutoLowRank) or minibatch MAP (AutoDelta) with Adam."""
+    """SVI (AutoNormal / AutoLowRank) or minibatch MAP (AutoDelta) with Adam.
+
+    Returns the guide draws (with a leading chain axis), the guide's median (the
+    fit's point estimate) and diagnostics.
+    """
     if spec.batch_size is not None:
         init = {k: v for k, v in init.items() if k not in ("theta", "theta01")}
     key_init, key_draw = jax.random.split(rng)
@@ -522,7 +553,9 @@ def _run_svi(spec: _Spec, y, mask, init, rng, method, guide, num_steps, lr, num_
     diag["posterior"] = "guide" if method == "svi" else "point"
     n_draws = num_draws if method == "svi" else 1
     samples = _svi_draw(spec, method, guide, lr, n_draws, state, key_draw, y, mask)
-    return {k: jnp.asarray(v)[None] for k, v in samples.items()}, {}, diag
+    draws = {k: jnp.asarray(v)[None, :-1] for k, v in samples.items()}
+    median = {k: jnp.asarray(v)[-1] for k, v in samples.items()}
+    return draws, median, diag
 
 
 def _run_nuts(fn, y, mask, init_strategy, rng, num_warmup, num_samples, num_chains, show):
@@ -558,7 +591,10 @@ def _loglik(link: str, total_only: bool, params, y, rows, cols):
 
 
 def _to_idata(samples: dict[str, np.ndarray], stats: dict[str, np.ndarray], data: IRTData,
-              link: str, dims: int) -> tuple[az.InferenceData, str | None]:
+              link: str, dims: int, *, point: dict[str, np.ndarray] | None = None,
+              ) -> tuple[az.InferenceData, str | None]:
+    """Build the InferenceData; ``point`` (MAP mode / SVI guide median) becomes the
+    extra group ``point_estimate`` (same variables and dims, no chain/draw)."""
     n_chains, n_draws = samples["theta"].shape[:2]
     n_obs = int(data.mask.sum())
     needed = [k for k in ("theta", "a", "d", "b", "c", "sigma", "k") if k in samples]
@@ -612,6 +648,10 @@ def _to_idata(samples: dict[str, np.ndarray], stats: dict[str, np.ndarray], data
         groups["constant_data"] = az.dict_to_dataset(
             {"obs_model": rows, "obs_item": cols}, coords=coords, default_dims=[],
             dims={"obs_model": ["obs"], "obs_item": ["obs"]})
+    if point is not None:
+        groups["point_estimate"] = az.dict_to_dataset(
+            point, coords=coords, default_dims=[],
+            dims={k: list(_DIMS[k]) for k, v in point.items() if np.ndim(v) == len(_DIMS[k])})
     if ll is not None:
         ll_coords = dict(coords, chain=np.arange(n_chains), draw=keep)
         groups["log_likelihood"] = az.dict_to_dataset({"y": ll}, coords=ll_coords,

@@ -19,6 +19,9 @@ from coreval.irt import models as _models
 #: Posterior variables that are item parameters (first axis = item after chain/draw).
 ITEM_VARS: tuple[str, ...] = ("a", "d", "b", "c")
 
+#: Summaries accepted by :meth:`IRTFit.item_point` and :meth:`IRTFit.abilities`.
+POINT_STATISTICS: tuple[str, ...] = ("point", "mean", "median")
+
 
 class IRTFit:
     """A fitted IRT model (see :func:`coreval.irt.fit`).
@@ -38,9 +41,11 @@ class IRTFit:
         (3PL); abilities ``theta`` (model, dim); nuisance ``sigma``/``k``;
         hyper-parameters), ``log_likelihood`` (pointwise over observed entries,
         dim ``obs``), ``observed_data`` (``y`` with NaN where unobserved),
-        ``sample_stats``.
+        ``sample_stats``, and for MAP and SVI ``point_estimate`` (the posterior
+        mode, or the guide's median; see :meth:`item_point`).
     items : pandas.DataFrame
-        One row per item: ``item, a, d, b`` (D = 1) or ``item, a1..aD, d`` (D > 1),
+        One row per item, point estimates (:meth:`item_point`):
+        ``item, a, d, b`` (D = 1) or ``item, a1..aD, d`` (D > 1),
         ``c`` for the 3PL, and posterior sds ``a_sd, d_sd`` (``a1_sd``.. for D > 1)
         when there is more than one draw (or standard errors for MML).
     item_ids, model_ids : ndarray of str
@@ -96,13 +101,43 @@ class IRTFit:
         post = self.idata.posterior
         return {name: self._stack(name) for name in ("sigma", "k") if name in post}
 
-    def item_point(self) -> dict[str, np.ndarray]:
-        """Posterior means of the item parameters (``a`` (n_items, D), ``d`` (n_items,), ...)."""
-        return {name: draws.mean(axis=0) for name, draws in self.item_draws().items()}
+    def _summary(self, name: str, statistic: str) -> np.ndarray:
+        """One variable summarised over the draws (see :meth:`item_point`)."""
+        if statistic not in POINT_STATISTICS:
+            raise ValidationError(
+                f"statistic must be one of {POINT_STATISTICS}, got {statistic!r}")
+        group = getattr(self.idata, "point_estimate", None)
+        if statistic == "point" and group is not None and name in group:
+            return np.asarray(group[name].values)
+        draws = self._stack(name)
+        return np.median(draws, axis=0) if statistic == "median" else draws.mean(axis=0)
 
-    def abilities(self) -> np.ndarray:
-        """Posterior mean abilities of the fitted models, shape (n_models, D)."""
-        return self._stack("theta").mean(axis=0)
+    def item_point(self, statistic: str = "point") -> dict[str, np.ndarray]:
+        """Point estimates of the item parameters (``a`` (n_items, D), ``d`` (n_items,), ...).
+
+        Parameters
+        ----------
+        statistic : {"point", "mean", "median"}
+            ``"point"`` (default): the fit's own point estimate where it has one, the
+            posterior mode for MAP and the guide's median for SVI (its location mapped
+            through the constraining transform, ``exp(loc)`` for ``a``), stored in
+            the ``point_estimate`` group of :attr:`idata`; the posterior mean for NUTS
+            and the estimate for MML. ``"mean"`` / ``"median"``: over the stored draws.
+
+        Notes
+        -----
+        The draw mean of a positive parameter is pulled up by its posterior spread
+        (for ``a = exp(z)``, ``E[a] = exp(μ + σ²/2)``) and carries Monte Carlo noise
+        from the finite draws; the point estimate has neither, and it is what the
+        tinyBenchmarks / mRMR reference code uses for its anchors (py-irt's
+        variational locations).
+        """
+        post = self.idata.posterior
+        return {name: self._summary(name, statistic) for name in ITEM_VARS if name in post}
+
+    def abilities(self, statistic: str = "point") -> np.ndarray:
+        """Abilities of the fitted models, shape (n_models, D) (``statistic`` as :meth:`item_point`)."""
+        return self._summary("theta", statistic)
 
     def item_positions(self, items) -> np.ndarray:
         """Positions of item ids (or pass-through integer positions); unknown ids raise."""
@@ -130,7 +165,7 @@ class IRTFit:
         return params
 
     def predict_mean(self, theta: np.ndarray, items=None) -> np.ndarray:
-        """Expected score ``E[Y]`` at abilities ``theta`` using posterior-mean item parameters.
+        """Expected score ``E[Y]`` at abilities ``theta`` with point-estimate item parameters.
 
         Parameters
         ----------
@@ -156,20 +191,20 @@ class IRTFit:
     # ------------------------------------------------------------------ table
     def _item_table(self) -> pd.DataFrame:
         draws = self.item_draws()
+        point = self.item_point()
         table: dict[str, Any] = {"item": self.item_ids.astype(str)}
         a, d = draws["a"], draws["d"]
         many = a.shape[0] > 1
         if self.dims == 1:
-            table["a"] = a[:, :, 0].mean(axis=0)
-            table["d"] = d.mean(axis=0)
-            b = draws["b"] if "b" in draws else -d / a[:, :, 0]
-            table["b"] = b.mean(axis=0)
+            table["a"] = point["a"][:, 0]
+            table["d"] = point["d"]
+            table["b"] = point["b"] if "b" in point else -point["d"] / point["a"][:, 0]
         else:
             for j in range(self.dims):
-                table[f"a{j + 1}"] = a[:, :, j].mean(axis=0)
-            table["d"] = d.mean(axis=0)
-        if "c" in draws:
-            table["c"] = draws["c"].mean(axis=0)
+                table[f"a{j + 1}"] = point["a"][:, j]
+            table["d"] = point["d"]
+        if "c" in point:
+            table["c"] = point["c"]
         if self._item_se is not None:
             for name, se in self._item_se.items():
                 table[f"{name}_sd"] = se

@@ -64,8 +64,9 @@ class AbilityPosterior:
         Posterior mean and standard deviation (exact mixture moments for
         ``"map"``/``"eap"``, draw moments for ``"nuts"``).
     item_draw_index : ndarray (S,) of int
-        Which item-parameter draw of the fit each theta draw used (-1: posterior-mean
-        item parameters, when ``propagate=False``).
+        Which item-parameter draw of the fit each theta draw used (-1: the fit's
+        point estimate of the item parameters, :meth:`IRTFit.item_point`, when
+        ``propagate=False``).
     method : str
         ``"map"``, ``"eap"`` or ``"nuts"``.
     items : ndarray of str
@@ -200,7 +201,7 @@ def _conditions(fit: IRTFit, pos: np.ndarray, propagate: bool, num_draws: int,
         params.update({k: v[index] for k, v in nuisance.items()})
     else:
         index = np.array([-1])
-        params = {k: v.mean(axis=0)[None] for k, v in draws.items()}
+        params = {k: v[pos][None] for k, v in fit.item_point().items()}
         params.update({k: np.median(fit.nuisance_draws()[k].mean(axis=0))[None]
                        for k in nuisance})
     return {k: jnp.asarray(v, dtype=jnp.float32) for k, v in params.items()}, index

@@ -16,8 +16,8 @@ serve selector and predictor):
   the coreset whose credible intervals are calibrated: a coreset chosen from
   the fitted item parameters favours items whose discrimination the (mean-field
   SVI) fit over-estimates, and on simulated 2PL data (40 source models, k = 40)
-  the Fisher coreset covered 79-81 % at nominal 90 % with the plain posterior
-  and 87-99 % (mean 94 %) with the cross-validated misfit term, against 88-93 %
+  the Fisher coreset covered 79-85 % at nominal 90 % with the plain posterior
+  and 89-97 % (mean 93 %) with the cross-validated misfit term, against 87-92 %
   (mean 90 %) for the random coreset (benchmarks/results/irt_bayes_calibration.md).
 
 The selectors store their IRT fit in ``coreset.info["irt_fit"]`` and the

@@ -184,7 +184,7 @@ class PIRTPredictor(Predictor):
     needs_binary = True
 
     def __init__(self, *, model: str = "2pl", dims: int = 1, fit_method: str = "svi",
-                 priors: str = "weak", num_steps: int = 2000, learning_rate: float = 0.1,
+                 priors: str = "hierarchical", num_steps: int = 2000, learning_rate: float = 0.1,
                  num_draws: int = 200, theta_bounds: tuple[float, float] | None = None,
                  level: float = 0.9, seed: int = 0, show_progress: bool | None = None) -> None:
         self.model = model

@@ -67,7 +67,7 @@ class IRTBayesPredictor(Predictor):
         data, and the mean-field SVI posterior ignores the correlations between
         item parameters that the shared source abilities induce, so the plain
         posterior predictive is too narrow: on simulated 2PL data with 40 source
-        models and a Fisher coreset it covered 79-81 % at nominal 90 % (NUTS: 85-94 %;
+        models and a Fisher coreset it covered 79-85 % at nominal 90 % (NUTS: 89-92 %;
         benchmarks/results/irt_bayes_calibration.md). ``"cv"`` (default)
         estimates ``τ`` out of fold: the IRT model is refitted without each of
         ``misfit_folds`` folds of the source models and the held-out models are
@@ -88,7 +88,9 @@ class IRTBayesPredictor(Predictor):
         needed for the item-parameter uncertainty. Hierarchical priors by default:
         on the 8 shared matrices (30 source models, seeds 0-1) they gave a lower
         RMSE than weak priors in 13 of 16 dataset × budget rows
-        (benchmarks/irt_methods.py; gsm 10%: 5.2 vs 9.8 pp).
+        (benchmarks/irt_methods.py; gsm 10%: 5.2 vs 9.8 pp; measured with the
+        earlier log-normal hierarchy on the discriminations, see
+        :mod:`coreval.irt.priors`).
     seed : int
         Seed of the ability draws and of the Bernoulli noise.
     show_progress : bool, optional

@@ -76,7 +76,7 @@ def item_diagnostics(fit, matrix: ScoreMatrix, *, theta_grid: np.ndarray | None 
         ``item, a, b, d, p_value`` (fraction of models correct), ``item_rest``
         (correlation of the item with the rest score), ``max_info`` and
         ``theta_max_info``, ``fit_stat`` (sum over models of squared Pearson
-        residuals with posterior-mean parameters), ``ppp`` (posterior predictive
+        residuals with the fit's point estimates, :meth:`IRTFit.item_point`), ``ppp`` (posterior predictive
         p-value of that statistic: the fraction of replications whose statistic is
         at least the observed one; small = misfit) and boolean flags
         ``near_constant``, ``negative`` (item-rest correlation < 0 or a < 0: a
@@ -89,8 +89,9 @@ def item_diagnostics(fit, matrix: ScoreMatrix, *, theta_grid: np.ndarray | None 
         raise ValidationError(f"matrix shape {y.shape} does not match the fit "
                               f"({len(fit.model_ids)} models × {len(fit.item_ids)} items)")
     a_s, d_s, th_s = _draws(fit)
-    a, d = a_s.mean(0)[:, 0], d_s.mean(0)
-    theta = th_s.mean(0)[:, 0]
+    point = fit.item_point()
+    a, d = point["a"][:, 0], point["d"]
+    theta = fit.abilities()[:, 0]
     grid = np.linspace(-4, 4, 161) if theta_grid is None else np.asarray(theta_grid, float)
     info = item_information(grid, a, d)
     obs = ~np.isnan(y)

@@ -53,7 +53,7 @@ def irt_options(estimator: Any) -> dict[str, Any]:
 
 
 def fit_source_irt(source: ScoreMatrix, *, model: str = "2pl", dims: int = 1,
-                   fit_method: str = "svi", priors: str = "weak",
+                   fit_method: str = "svi", priors: str = "hierarchical",
                    num_steps: int = 2000, learning_rate: float = 0.1,
                    num_draws: int = 200, seed: int = 0,
                    show_progress: bool | None = None) -> Any:
@@ -65,11 +65,14 @@ def fit_source_irt(source: ScoreMatrix, *, model: str = "2pl", dims: int = 1,
         Source models × items.
     model, dims, fit_method, priors, num_steps, learning_rate, num_draws, seed, show_progress
         Passed to :func:`coreval.irt.fit` (``fit_method`` is its ``method``). The
-        defaults follow the gp-IRT setting of the mRMR reference code (1-D 2PL, SVI
-        with Adam at learning rate 0.1 for 2000 steps) except the priors: weakly
-        informative instead of hierarchical, because with 30 source models the
-        hierarchical fit let discriminations run away (up to ~60 on HELM mmlu,
-        seed 0) and p-IRT's error rose from 5.1 to 9.5 pp there.
+        defaults are the gp-IRT setting of the mRMR reference code: 1-D 2PL,
+        hierarchical priors, SVI with Adam at learning rate 0.1 for 2000 steps.
+        Weakly-informative priors were the default before the hierarchical
+        discrimination prior became a truncated Normal (see
+        :mod:`coreval.irt.priors`); on the 16 dataset × budget rows of
+        benchmarks/results/irt_methods.md they left gp-IRT 0.18 pp behind the
+        reference on average (openllm_math +0.5 pp on every seed), the
+        hierarchical fit is level with it.
 
     Returns
     -------
@@ -137,7 +140,11 @@ def reuse_or_fit_irt(source: ScoreMatrix, coreset: Coreset, **fit_options: Any) 
 
 
 def logistic_item_params(irt_fit: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Posterior-mean item parameters ``(a (n_items, D), d (n_items,), c or None)``.
+    """Point estimates of the item parameters ``(a (n_items, D), d (n_items,), c or None)``.
+
+    :meth:`coreval.irt.IRTFit.item_point`: the posterior mode (MAP), the guide's
+    median (SVI; the reference code's py-irt fit exports its variational
+    locations, which is the same point) or the posterior mean (NUTS).
 
     The engine's parameterisation is slope-intercept, ``logit p = a·θ + d``
     (difficulty ``b = -d/a`` for D = 1); the 1PL has no ``a`` (all ones).
@@ -228,8 +235,8 @@ class IRTAnchorSelector(Selector):
     fit_method : {"svi", "map", "nuts", "mml"}
         Inference of :func:`coreval.irt.fit`.
     priors : {"weak", "hierarchical"}
-        Priors of the IRT model (see :func:`fit_source_irt` for why not the
-        reference's hierarchical ones).
+        Priors of the IRT model (hierarchical, as the reference; see
+        :func:`fit_source_irt`).
     num_steps, learning_rate, num_draws
         Optimiser steps, Adam learning rate and stored posterior draws.
     n_init : int or "auto"
@@ -251,7 +258,7 @@ class IRTAnchorSelector(Selector):
     needs_binary = True
 
     def __init__(self, k: int = 10, *, dims: int = 1, seed: int = 0, model: str = "2pl",
-                 fit_method: str = "svi", priors: str = "weak", num_steps: int = 2000,
+                 fit_method: str = "svi", priors: str = "hierarchical", num_steps: int = 2000,
                  learning_rate: float = 0.1, num_draws: int = 200, n_init: int | str = "auto",
                  show_progress: bool | None = None) -> None:
         self.k = k
