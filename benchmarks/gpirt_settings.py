@@ -13,28 +13,21 @@ Usage::
 
 import argparse
 import ast
-import os
 import warnings
-from pathlib import Path
 
 import pandas as pd
 
 from coreval.data import load_matrix
 from coreval.harness import run_grid
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
-DATASETS = ("arc_challenge", "ifeval", "openllm_math", "commonsense", "gsm", "math", "med_qa",
-            "mmlu")
-TOLERANCE_PP = 0.5
+from irt_methods import DATASETS, REPO, SHARED, TOLERANCE_PP, load_reference
 
 
 def reference() -> pd.Series:
     """Mean RMSE (pp) of the reference ``gpirt1`` per (dataset, budget), binned split."""
-    ref = pd.read_csv(SHARED / "anchors" / "mrmr_eval" / "results.csv")
-    ref = ref[(ref["method"] == "gpirt1") & (ref["split"] == "binned_interpolation")]
+    ref = load_reference(SHARED / "anchors" / "mrmr_eval" / "results.csv")
+    ref = ref[ref["method"] == "gpirt1"]
     ref = ref.assign(budget=ref["coreset"].str.rstrip("%").astype(float) / 100)
-    return ref.groupby(["dataset", "budget"])["rmse"].mean() * 100
+    return ref.groupby(["dataset", "budget"])["rmse_pp"].mean()
 
 
 def main() -> None:

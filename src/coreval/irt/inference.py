@@ -154,7 +154,7 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Ee]xplicit.*")
-        point = None
+        point, stats = None, {}
         if method == "nuts":
             samples, stats, diag = _run_nuts(spec.model_fn(batch=False), y, mask,
                                              _init_strategy(init), rng, num_warmup,
@@ -162,11 +162,9 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
         elif method == "svi" or batch_size is not None:
             samples, point, diag = _run_svi(spec, y, mask, init, rng, method, guide, num_steps,
                                             float(learning_rate), num_draws, show)
-            stats = {}
         else:
             samples, point, diag = _run_map(spec, y, mask, init, rng, num_steps,
                                             float(learning_rate), num_draws, show)
-            stats = {}
     samples = _with_difficulty({k: np.asarray(v) for k, v in samples.items() if k != "y"}, dims)
     if point is not None:
         point = _with_difficulty({k: np.asarray(v) for k, v in point.items() if k in _DIMS},

@@ -189,10 +189,10 @@ def _align(fit: IRTFit, responses, items) -> tuple[np.ndarray, np.ndarray]:
 def _conditions(fit: IRTFit, pos: np.ndarray, propagate: bool, num_draws: int,
                 rng: np.random.Generator) -> tuple[dict[str, jnp.ndarray], np.ndarray]:
     """Item-parameter sets (leading axis C) and their draw indices."""
-    draws = {k: v[:, pos] for k, v in fit.item_draws().items()}
-    nuisance = {k: np.median(v, axis=1) for k, v in fit.nuisance_draws().items()}
-    n_avail = fit.n_draws
     if propagate:
+        draws = {k: v[:, pos] for k, v in fit.item_draws().items()}
+        nuisance = {k: np.median(v, axis=1) for k, v in fit.nuisance_draws().items()}
+        n_avail = fit.n_draws
         if n_avail == 1:
             index = np.zeros(num_draws, dtype=int)
         else:
@@ -200,10 +200,11 @@ def _conditions(fit: IRTFit, pos: np.ndarray, propagate: bool, num_draws: int,
         params = {k: v[index] for k, v in draws.items()}
         params.update({k: v[index] for k, v in nuisance.items()})
     else:
+        # Point item parameters and the population nuisance median, one condition.
         index = np.array([-1])
-        params = {k: v[pos][None] for k, v in fit.item_point().items()}
-        params.update({k: np.median(fit.nuisance_draws()[k].mean(axis=0))[None]
-                       for k in nuisance})
+        nuisance_names = fit.nuisance_draws().keys()
+        params = {k: v if k in nuisance_names else v[None]
+                  for k, v in fit.point_params(pos).items()}
     return {k: jnp.asarray(v, dtype=jnp.float32) for k, v in params.items()}, index
 
 
