@@ -289,6 +289,9 @@ def report_cmd(
 
 def main() -> None:  # pragma: no cover - console entry point
     os.environ.setdefault("MPLBACKEND", "Agg")
+    from coreval.jax_cache import enable_compilation_cache
+
+    enable_compilation_cache()  # later runs load compiled JAX programs instead of compiling
     sys.exit(app())
 
 

@@ -32,7 +32,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
-from numpyro.infer import MCMC, NUTS, SVI, Predictive, Trace_ELBO
+from numpyro.infer import MCMC, NUTS, SVI, Predictive
 from numpyro.infer.autoguide import AutoDelta, AutoLowRankMultivariateNormal, AutoNormal
 from numpyro.infer.initialization import init_to_uniform
 from numpyro.infer.util import constrain_fn, potential_energy
@@ -41,6 +41,7 @@ from coreval._progress import progress_bar, progress_enabled
 from coreval.errors import ValidationError
 from coreval.irt import models as _models
 from coreval.irt._data import IRTData, initial_values, prepare
+from coreval.irt.elbo import OrderedTraceELBO
 from coreval.irt.priors import PRIORS
 from coreval.irt.result import IRTFit
 
@@ -480,7 +481,7 @@ def _make_svi(spec: _Spec, method: str, guide: str, lr: float, init) -> SVI:
         auto = AutoLowRankMultivariateNormal(fn, init_loc_fn=init_fn, init_scale=0.1)
     else:
         auto = AutoNormal(fn, init_loc_fn=init_fn, init_scale=0.1)
-    return SVI(fn, auto, optax.adam(lr), Trace_ELBO())
+    return SVI(fn, auto, optax.adam(lr), OrderedTraceELBO())
 
 
 @partial(jax.jit, static_argnums=(0, 1, 2, 3))

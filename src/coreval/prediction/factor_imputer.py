@@ -94,13 +94,15 @@ def _runner(rank: int, prior_scale: float, n_steps: int, learning_rate: float,
         return _RUNNERS[key]
     import jax
     import optax
-    from numpyro.infer import SVI, Trace_ELBO
+    from numpyro.infer import SVI
     from numpyro.infer.autoguide import AutoNormal
     from numpyro.infer.initialization import init_to_median
 
+    from coreval.irt.elbo import OrderedTraceELBO
+
     def run(rng_key: Any, z: Any, mask: Any) -> tuple[dict, Any]:
         guide = AutoNormal(factor_model, init_loc_fn=init_to_median, init_scale=0.1)
-        svi = SVI(factor_model, guide, optax.adam(learning_rate), Trace_ELBO())
+        svi = SVI(factor_model, guide, optax.adam(learning_rate), OrderedTraceELBO())
         key_fit, key_draw = jax.random.split(rng_key)
         state = svi.init(key_fit, z, mask, rank, prior_scale)
 

@@ -1,0 +1,114 @@
+"""Compiled programs are the same in every process, so JAX's persistent cache is reused.
+
+Checked against numpyro's own ``Trace_ELBO`` (same loss value) and across
+processes with different string-hash seeds (same compiled programs: the second
+process adds nothing to the cache the first one filled).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import numpyro
+import numpyro.distributions as dist
+import optax
+import pytest
+from numpyro.infer import SVI, Trace_ELBO
+from numpyro.infer.autoguide import AutoNormal
+
+from coreval.irt.elbo import OrderedTraceELBO
+from coreval.jax_cache import default_cache_dir, enable_compilation_cache
+
+
+def _toy_model(y):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+    u = numpyro.sample("u", dist.Gamma(1.0, 1.0))
+    with numpyro.plate("items", y.shape[1]):
+        d = numpyro.sample("d", dist.Normal(mu, 1.0 / jnp.sqrt(u)))
+    with numpyro.plate("models", y.shape[0]):
+        theta = numpyro.sample("theta", dist.Normal(0.0, 1.0))
+    numpyro.sample("y", dist.Bernoulli(logits=theta[:, None] + d).to_event(2), obs=y)
+
+
+def test_ordered_elbo_equals_numpyro_trace_elbo() -> None:
+    rng = np.random.default_rng(0)
+    y = (rng.random((12, 7)) < 0.6).astype(np.float32)
+    guide = AutoNormal(_toy_model, init_scale=0.3)
+    ours = SVI(_toy_model, guide, optax.adam(0.1), OrderedTraceELBO())
+    ref = SVI(_toy_model, guide, optax.adam(0.1), Trace_ELBO())
+    state = ours.init(jax.random.PRNGKey(1), y)
+    params = ours.get_params(state)
+    loss_ours = jax.jit(lambda key: ours.loss.loss(key, params, _toy_model, guide, y))
+    loss_ref = jax.jit(lambda key: ref.loss.loss(key, params, _toy_model, guide, y))
+    for seed in range(3):
+        key = jax.random.PRNGKey(seed)
+        a, b = float(loss_ours(key)), float(loss_ref(key))
+        assert a == pytest.approx(b, rel=1e-5)
+    # ... and the optimisation reaches the same place
+    s_ours, s_ref = ours.init(jax.random.PRNGKey(2), y), ref.init(jax.random.PRNGKey(2), y)
+    step_ours, step_ref = jax.jit(ours.update), jax.jit(ref.update)
+    for _ in range(50):
+        s_ours, _ = step_ours(s_ours, y)
+        s_ref, _ = step_ref(s_ref, y)
+    for name, value in ours.get_params(s_ours).items():
+        np.testing.assert_allclose(value, ref.get_params(s_ref)[name], rtol=1e-4, atol=1e-5)
+
+
+def test_default_cache_dir_follows_environment(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("COREVAL_JAX_CACHE", str(tmp_path / "c"))
+    assert default_cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("COREVAL_JAX_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_cache_dir() == tmp_path / "coreval" / "jax"
+    monkeypatch.setenv("COREVAL_JAX_CACHE", "off")
+    assert default_cache_dir() is None
+    if not jax.config.jax_compilation_cache_dir and not os.environ.get(
+            "JAX_COMPILATION_CACHE_DIR"):
+        assert enable_compilation_cache() is None  # off: JAX's configuration untouched
+        assert not jax.config.jax_compilation_cache_dir
+
+
+FIT_SCRIPT = textwrap.dedent("""
+    import sys, warnings
+    import numpy as np
+    warnings.filterwarnings("ignore")
+    from coreval.jax_cache import enable_compilation_cache
+    enable_compilation_cache(sys.argv[1], min_compile_seconds=0.0)
+    from coreval.irt import fit
+    rng = np.random.default_rng(0)
+    y = (rng.random((20, 15)) < 0.6).astype(float)
+    y[0, 0] = np.nan
+    r = fit("2pl", y, method="svi", priors="hierarchical", num_steps=20, num_draws=5,
+            seed=0, show_progress=False)
+    print(repr(float(r.item_point()["d"].sum())))
+""")
+
+
+def _run(script: Path, cache: Path, hash_seed: str) -> str:
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "COREVAL_PROGRESS": "0"}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    out = subprocess.run([sys.executable, str(script), str(cache)], env=env, check=True,
+                         capture_output=True, text=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_second_process_reuses_the_compiled_svi_programs(tmp_path) -> None:
+    script = tmp_path / "fit_once.py"
+    script.write_text(FIT_SCRIPT)
+    cache = tmp_path / "cache"
+    first = _run(script, cache, "1")
+    svi_programs = {p.name for p in cache.iterdir() if p.name.startswith("jit__svi")}
+    assert {n.split("-")[0] for n in svi_programs} >= {"jit__svi_init", "jit__svi_chunk",
+                                                       "jit__svi_draw"}
+    # numpyro's Trace_ELBO orders its terms by a set of site names, whose order changes
+    # with the hash seed; the programs (and so the cache keys) must not.
+    second = _run(script, cache, "2")
+    assert {p.name for p in cache.iterdir() if p.name.startswith("jit__svi")} == svi_programs
+    assert second == first  # same seed, same numbers, across processes
