@@ -12,6 +12,8 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
 
 os.environ.setdefault("COREVAL_PROGRESS", "0")
+# CLI tests must not fill the user's JAX compilation cache (tests/test_jax_cache.py uses its own)
+os.environ.setdefault("COREVAL_JAX_CACHE", "off")
 
 
 @pytest.fixture(scope="session")

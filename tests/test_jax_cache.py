@@ -112,3 +112,19 @@ def test_second_process_reuses_the_compiled_svi_programs(tmp_path) -> None:
     second = _run(script, cache, "2")
     assert {p.name for p in cache.iterdir() if p.name.startswith("jit__svi")} == svi_programs
     assert second == first  # same seed, same numbers, across processes
+
+
+def test_cli_commands_turn_the_cache_on(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    data = tmp_path / "wide.csv"
+    rows = ["model," + ",".join(f"q{j}" for j in range(12))]
+    rows += [f"m{i}," + ",".join(str(int(v)) for v in rng.random(12) < 0.6) for i in range(10)]
+    data.write_text("\n".join(rows) + "\n")
+    cache = tmp_path / "cli-cache"
+    env = {**os.environ, "COREVAL_JAX_CACHE": str(cache), "COREVAL_PROGRESS": "0"}
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    out = subprocess.run([sys.executable, "-m", "coreval.cli", "fit", str(data), "--model", "2pl",
+                          "--method", "map", "--out", str(tmp_path / "model")],
+                         env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert any(p.name.startswith("jit__") for p in cache.iterdir())

@@ -27,6 +27,16 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _setup() -> None:
+    """Runs before every command: headless plots, and JAX's persistent compilation cache
+    (later runs load compiled programs instead of compiling; see coreval.jax_cache)."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    from coreval.jax_cache import enable_compilation_cache
+
+    enable_compilation_cache()
+
+
 def _one_line_errors(func):
     """Turn coreval's validation errors (and missing files) into one-line messages, exit 2."""
 
@@ -287,11 +297,7 @@ def report_cmd(
     typer.echo(f"score card written to {out}")
 
 
-def main() -> None:  # pragma: no cover - console entry point
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    from coreval.jax_cache import enable_compilation_cache
-
-    enable_compilation_cache()  # later runs load compiled JAX programs instead of compiling
+def main() -> None:  # pragma: no cover - ``python -m coreval.cli``
     sys.exit(app())
 
 
