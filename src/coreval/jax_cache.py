@@ -6,8 +6,9 @@ fit itself of ``arc_challenge``, 218 × 1172, takes about 2 s once compiled).
 JAX can keep compiled programs on disk and load them in later processes
 (https://docs.jax.dev/en/latest/persistent_compilation_cache.html).
 
-The ``coreval`` command line and the harness's worker processes turn the cache
-on; in a notebook, call :func:`enable_compilation_cache` once. The cache lives
+The ``coreval`` command line turns the cache on, and the processes it starts
+(the harness's joblib workers) inherit it through the environment; in a script or
+notebook, call :func:`enable_compilation_cache` once. The cache lives
 in ``$COREVAL_JAX_CACHE``, else ``$XDG_CACHE_HOME/coreval/jax``, else
 ``~/.cache/coreval/jax``; ``COREVAL_JAX_CACHE=off`` turns it off. A cache
 directory the user already configured for JAX is left as it is.

@@ -3,8 +3,9 @@
 numpyro 0.22's ``Trace_ELBO`` forms ``log p(z) - log q(z)`` per site over a
 Python ``set`` of site names. The iteration order of a set of strings depends on
 the per-process hash seed (``PYTHONHASHSEED``), so every process traces the same
-fit into a differently ordered program. The numbers agree up to floating-point
-summation order, but the program's hash changes, and JAX's persistent
+fit into a differently ordered program. The numbers do not change (coreval's
+IRT fits came out bit-identical under different hash seeds), but the program's
+hash does, and JAX's persistent
 compilation cache (:func:`coreval.jax_cache.enable_compilation_cache`) then never
 finds the program a previous process compiled. :class:`OrderedTraceELBO` sums
 the same terms in trace order instead.
