@@ -254,8 +254,9 @@ def main() -> None:
                      f"{m.upper()} {timings[(m, 'cold')][0] - timings[(m, 'later')][0]:.1f} s"
                      for m in ("svi", "map")) + ".")
     lines.append(f"- Python {sys.version.split()[0]}.")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
+    from coreval._atomic import write_text_atomic
+
+    write_text_atomic(args.out, "\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 
 
