@@ -382,9 +382,9 @@ def _run_map(spec: _Spec, y, mask, init, rng, num_steps, lr, num_draws, show):
         if num_draws > 1:
             diag["note"] = (f"{n_par} parameters > {LAPLACE_MAX_PARAMS}: no Laplace draws, "
                             "point estimate only (use method='svi' for uncertainty)")
-    samples = _map_constrain(spec, z, draws, y, mask)
-    mode = _map_constrain(spec, z, flat[None, :], y, mask)
-    return ({k: v[None] for k, v in samples.items()}, {k: v[0] for k, v in mode.items()},
+    # The mode is constrained together with the draws, as one more row (one program).
+    rows = _map_constrain(spec, z, jnp.concatenate([draws, flat[None, :]]), y, mask)
+    return ({k: v[None, :-1] for k, v in rows.items()}, {k: v[-1] for k, v in rows.items()},
             diag)
 
 

@@ -202,7 +202,7 @@ def _conditions(fit: IRTFit, pos: np.ndarray, propagate: bool, num_draws: int,
     else:
         # Point item parameters and the population nuisance median, one condition.
         index = np.array([-1])
-        nuisance_names = fit.nuisance_draws().keys()
+        nuisance_names = set(_models.NUISANCE.values())
         params = {k: v if k in nuisance_names else v[None]
                   for k, v in fit.point_params(pos).items()}
     return {k: jnp.asarray(v, dtype=jnp.float32) for k, v in params.items()}, index
