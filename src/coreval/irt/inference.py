@@ -21,7 +21,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import arviz as az
@@ -147,10 +147,10 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
 
     spec = _Spec(name if name in _models.MODELS else model_fn, n_models, n_items, dims, priors,
                  batch_size)
-    y, mask = jnp.asarray(irt_data.y), jnp.asarray(irt_data.mask)
+    y, mask = _to_device(irt_data.y), _to_device(irt_data.mask)
     init = initial_values(irt_data, link, dims) if name in _models.MODELS else {}
-    init = {k: jnp.asarray(v) for k, v in init.items()}
-    rng = jax.random.PRNGKey(seed)
+    init = {k: _to_device(v) for k, v in init.items()}
+    rng = prng_key(seed)
     show = progress_enabled(show_progress)
     start = time.perf_counter()
     with warnings.catch_warnings():
@@ -236,6 +236,34 @@ def _check_options(name, link, method, dims, priors, guide, num_steps, num_draws
             raise ValidationError(f"method 'mml' supports dims=1 only, got dims={dims}")
 
 
+def _to_device(x: np.ndarray) -> jax.Array:
+    """Put a host array on the device with JAX's default dtypes, without compiling.
+
+    ``jnp.asarray`` of a NumPy array runs a small compiled program per dtype and
+    rank (about 0.05 s each on CPU, a noticeable share of a first fit); casting
+    on the host and ``jax.device_put`` compiles nothing.
+    """
+    x = np.asarray(x)
+    if x.dtype != bool:  # float64/int64 become float32/int32 unless jax_enable_x64
+        kind = np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64
+        x = x.astype(jax.dtypes.canonicalize_dtype(kind), copy=False)
+    return jax.device_put(x)
+
+
+def prng_key(seed: int) -> jax.Array:
+    """``jax.random.PRNGKey(seed)``, built on the host for the default threefry keys.
+
+    A threefry key is the pair ``(seed >> 32, seed & 0xFFFFFFFF)`` of uint32
+    words, ``(0, seed)`` for ``0 <= seed < 2**31``; building it with NumPy gives the same key without compiling
+    ``jax.random.PRNGKey``'s seeding program. Other key implementations, and
+    seeds outside ``[0, 2**31)``, go through ``jax.random.PRNGKey``.
+    """
+    seed = int(seed)
+    if jax.config.jax_default_prng_impl != "threefry2x32" or not 0 <= seed < 2**31:
+        return jax.random.PRNGKey(seed)
+    return jax.device_put(np.array([0, seed], dtype=np.uint32))
+
+
 def _init_strategy(values: dict[str, np.ndarray], site=None, radius: float = 0.5):
     """Start at ``values`` where given, else uniform in (-0.5, 0.5) in unconstrained space.
 
@@ -278,14 +306,15 @@ def _optimise(chunk: Callable, carry: Any, num_steps: int, show: bool,
 
     Each chunk of up to :data:`CHUNK` steps is one compiled ``fori_loop`` whose trip
     count is a runtime value (so any ``num_steps`` compiles once); the progress bar
-    advances between chunks.
+    advances between chunks. ``chunk(carry, length, done)`` is also told how many
+    steps are done before it.
     """
     losses = []
     bar = progress_bar(total=num_steps, desc=desc, show=show)
     done = 0
     while done < num_steps:
         length = min(CHUNK, num_steps - done)
-        carry, chunk_losses = chunk(carry, length)
+        carry, chunk_losses = chunk(carry, length, done)
         losses.append(np.asarray(chunk_losses)[:length])
         done += length
         bar.update(length)
@@ -314,9 +343,12 @@ def _unconstrained_init(fn, init_strategy, key, y, mask) -> dict[str, jnp.ndarra
 
 
 # ------------------------------------------------------------------------------- MAP
-@partial(jax.jit, static_argnums=0)
-def _map_init(spec: _Spec, key, y, mask, init):
-    return _unconstrained_init(spec.model_fn(False), _init_strategy(init), key, y, mask)
+@partial(jax.jit, static_argnums=(0, 1))
+def _map_init(spec: _Spec, lr: float, rng, y, mask, init):
+    """Initial unconstrained point, its Adam state and the key of the Laplace draws."""
+    key_init, key_draw = jax.random.split(rng)
+    z0 = _unconstrained_init(spec.model_fn(False), _init_strategy(init), key_init, y, mask)
+    return (z0, optax.adam(lr).init(z0)), key_draw
 
 
 @partial(jax.jit, static_argnums=(0, 1))
@@ -354,12 +386,11 @@ def _run_map(spec: _Spec, y, mask, init, rng, num_steps, lr, num_draws, show):
     Returns the draws (with a leading chain axis), the mode (constrained, the
     fit's point estimate) and diagnostics.
     """
-    key_init, key_draw = jax.random.split(rng)
-    z0 = _map_init(spec, key_init, y, mask, init)
-    opt = optax.adam(lr)
-    (z, _), loss = _optimise(lambda c, n: _map_chunk(spec, lr, c, y, mask, n),
-                             (z0, opt.init(z0)), num_steps, show, "IRT MAP")
-    flat, _ = ravel_pytree(z)
+    carry, key_draw = _map_init(spec, lr, rng, y, mask, init)
+    (z, _), loss = _optimise(lambda c, n, _done: _map_chunk(spec, lr, c, y, mask, n),
+                             carry, num_steps, show, "IRT MAP")
+    # ravel_pytree's order (dict leaves in key order), on the host: no compiled program.
+    flat = np.concatenate([np.ravel(np.asarray(v)) for v in jax.tree_util.tree_leaves(z)])
     n_par = flat.size
     diag = _loss_summary(loss)
     diag["n_parameters"] = int(n_par)
@@ -373,8 +404,7 @@ def _run_map(spec: _Spec, y, mask, init, rng, num_steps, lr, num_draws, show):
                           "converged (raise num_steps).", stacklevel=3)
         evals = np.maximum(evals, LAPLACE_MIN_PRECISION)
         z_std = np.random.default_rng(np.asarray(key_draw)).standard_normal((num_draws, n_par))
-        draws = np.asarray(flat)[None, :] + (z_std / np.sqrt(evals)) @ evecs.T
-        draws = jnp.asarray(draws, dtype=flat.dtype)
+        draws = (flat[None, :] + (z_std / np.sqrt(evals)) @ evecs.T).astype(flat.dtype)
         diag["posterior"] = "laplace"
     else:
         draws = flat[None, :]
@@ -383,7 +413,8 @@ def _run_map(spec: _Spec, y, mask, init, rng, num_steps, lr, num_draws, show):
             diag["note"] = (f"{n_par} parameters > {LAPLACE_MAX_PARAMS}: no Laplace draws, "
                             "point estimate only (use method='svi' for uncertainty)")
     # The mode is constrained together with the draws, as one more row (one program).
-    rows = _map_constrain(spec, z, jnp.concatenate([draws, flat[None, :]]), y, mask)
+    rows = _map_constrain(spec, z, _to_device(np.concatenate([draws, flat[None, :]])), y, mask)
+    rows = {k: np.asarray(v) for k, v in rows.items()}
     return ({k: v[None, :-1] for k, v in rows.items()}, {k: v[-1] for k, v in rows.items()},
             diag)
 
@@ -443,7 +474,7 @@ def _structured_hessian(spec: _Spec, z, y, mask) -> np.ndarray:
     basis[np.arange(dense_idx.size), dense_idx] = 1.0
     for s in range(n_slot):
         basis[dense_idx.size + s, col_idx[slot[col_idx] == s]] = 1.0
-    products = np.asarray(_hvps(spec, z, y, mask, jnp.asarray(basis)), dtype=np.float64)
+    products = np.asarray(_hvps(spec, z, y, mask, _to_device(basis)), dtype=np.float64)
     hess = np.zeros((n_par, n_par))
     hess[dense_idx, :] = products[:dense_idx.size]
     hess[:, dense_idx] = products[:dense_idx.size].T
@@ -484,34 +515,7 @@ def _make_svi(spec: _Spec, method: str, guide: str, lr: float, init) -> SVI:
     return SVI(fn, auto, optax.adam(lr), OrderedTraceELBO())
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _svi_init(spec: _Spec, method: str, guide: str, lr: float, key, y, mask, init):
-    return _make_svi(spec, method, guide, lr, init).init(key, y, mask)
-
-
-def _ready_svi(spec: _Spec, method: str, guide: str, lr: float, y, mask) -> SVI:
-    # SVI.init sets the guide's prototype and the constraining transforms on the object;
-    # inside a traced function its unused outputs are compiled away.
-    svi = _make_svi(spec, method, guide, lr, {})
-    svi.init(jax.random.PRNGKey(0), y, mask)
-    return svi
-
-
-@partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _svi_chunk(spec: _Spec, method: str, guide: str, lr: float, state, y, mask, length):
-    svi = _ready_svi(spec, method, guide, lr, y, mask)
-
-    def body(i, carry):
-        st, buf = carry
-        st, loss = svi.update(st, y, mask)
-        return st, buf.at[i].set(loss)
-
-    return jax.lax.fori_loop(0, length, body, (state, jnp.zeros(CHUNK, jnp.float32)))
-
-
-@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
-def _svi_draw(spec: _Spec, method: str, guide: str, lr: float, n_draws: int, state, key,
-              y, mask):
+def _svi_draw(svi: SVI, spec: _Spec, n_draws: int, state, key, y, mask):
     """``n_draws`` guide draws and, appended as one more row, the guide's median.
 
     The median is each coordinate's median under the guide, i.e. the guide's
@@ -519,7 +523,6 @@ def _svi_draw(spec: _Spec, method: str, guide: str, lr: float, n_draws: int, sta
     for ``AutoDelta`` it is the point itself. Deterministic sites (D > 1
     loadings) are computed for draws and median alike.
     """
-    svi = _ready_svi(spec, method, guide, lr, y, mask)
     auto = svi.guide
     params = svi.get_params(state)
     key_draw, key_det = jax.random.split(key)
@@ -535,6 +538,56 @@ def _svi_draw(spec: _Spec, method: str, guide: str, lr: float, n_draws: int, sta
     return {**latent, **det}
 
 
+@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _svi_program(spec: _Spec, method: str, guide: str, lr: float, n_draws: int, state, rng,
+                 y, mask, init, length, first, last):
+    """One chunk of an SVI fit; the whole fit is this one compiled program, called per chunk.
+
+    With ``first`` the chunk starts from ``SVI.init`` (``state`` is then only a
+    placeholder of the right structure); it runs ``length`` (at most
+    :data:`CHUNK`) Adam steps; with ``last`` it also returns the guide draws of
+    :func:`_svi_draw`, else zeros of their shape. Initialisation, steps and draws
+    share one program because compiling dominates a first fit on CPU: three
+    separate programs took about 0.5 s longer to compile than this one, and the
+    init (a few likelihood evaluations) and the switches cost microseconds per
+    chunk. The fit's key is split here, the first half for the init and the
+    second for the draws.
+    """
+    svi = _make_svi(spec, method, guide, lr, init)
+    key_init, key_draw = jax.random.split(rng)
+    start = svi.init(key_init, y, mask)
+    state = jax.tree.map(lambda s0, s: jnp.where(first, s0, s), start, state)
+
+    def body(i, carry):
+        st, buf = carry
+        st, loss = svi.update(st, y, mask)
+        return st, buf.at[i].set(loss)
+
+    state, losses = jax.lax.fori_loop(0, length, body, (state, jnp.zeros(CHUNK, jnp.float32)))
+
+    def draw():
+        return _svi_draw(svi, spec, n_draws, state, key_draw, y, mask)
+
+    shapes = jax.eval_shape(draw)
+    draws = jax.lax.cond(last, draw, lambda: jax.tree.map(
+        lambda sd: jnp.zeros(sd.shape, sd.dtype), shapes))
+    return state, losses, draws
+
+
+@lru_cache(maxsize=64)
+def _svi_state_template(spec: _Spec, method: str, guide: str, lr: float, treedef, shapes):
+    """Zeros with the structure of the SVI state: the first chunk's placeholder state.
+
+    ``treedef`` and ``shapes`` describe ``(key, y, mask, init)`` (shapes and
+    dtypes only, so fits of the same shape share the template).
+    """
+    def init_state(key, y, mask, init):
+        return _make_svi(spec, method, guide, lr, init).init(key, y, mask)
+
+    state = jax.eval_shape(init_state, *jax.tree.unflatten(treedef, shapes))
+    return jax.tree.map(lambda sd: np.zeros(sd.shape, sd.dtype), state)
+
+
 def _run_svi(spec: _Spec, y, mask, init, rng, method, guide, num_steps, lr, num_draws, show):
     """SVI (AutoNormal / AutoLowRank) or minibatch MAP (AutoDelta) with Adam.
 
@@ -543,17 +596,28 @@ def _run_svi(spec: _Spec, y, mask, init, rng, method, guide, num_steps, lr, num_
     """
     if spec.batch_size is not None:
         init = {k: v for k, v in init.items() if k not in ("theta", "theta01")}
-    key_init, key_draw = jax.random.split(rng)
-    state = _svi_init(spec, method, guide, lr, key_init, y, mask, init)
-    state, loss = _optimise(lambda st, n: _svi_chunk(spec, method, guide, lr, st, y, mask, n),
-                            state, num_steps, show,
-                            "IRT SVI" if method == "svi" else "IRT MAP (minibatch)")
+    n_draws = num_draws if method == "svi" else 1
+    leaves, treedef = jax.tree.flatten((rng, y, mask, init))
+    template = _svi_state_template(spec, method, guide, lr, treedef, tuple(
+        jax.ShapeDtypeStruct(np.shape(v), v.dtype) for v in leaves))
+    out = {}
+
+    def chunk(state, length, done):
+        first, last = done == 0, done + length >= num_steps
+        state, losses, draws = _svi_program(spec, method, guide, lr, n_draws, state, rng, y,
+                                            mask, init, length, first, last)
+        if last:
+            out["draws"] = draws
+        return state, losses
+
+    _, loss = _optimise(chunk, template, num_steps, show,
+                        "IRT SVI" if method == "svi" else "IRT MAP (minibatch)")
     diag = _loss_summary(loss)
     diag["posterior"] = "guide" if method == "svi" else "point"
-    n_draws = num_draws if method == "svi" else 1
-    samples = _svi_draw(spec, method, guide, lr, n_draws, state, key_draw, y, mask)
-    draws = {k: jnp.asarray(v)[None, :-1] for k, v in samples.items()}
-    median = {k: jnp.asarray(v)[-1] for k, v in samples.items()}
+    # Sliced on the host: eager slicing of device arrays compiles a program per shape.
+    samples = {k: np.asarray(v) for k, v in out["draws"].items()}
+    draws = {k: v[None, :-1] for k, v in samples.items()}
+    median = {k: v[-1] for k, v in samples.items()}
     return draws, median, diag
 
 
@@ -597,8 +661,8 @@ def _to_idata(samples: dict[str, np.ndarray], stats: dict[str, np.ndarray], data
     n_chains, n_draws = samples["theta"].shape[:2]
     n_obs = int(data.mask.sum())
     needed = [k for k in ("theta", "a", "d", "b", "c", "sigma", "k") if k in samples]
-    flat = {k: jnp.asarray(samples[k].reshape((-1, *samples[k].shape[2:]))) for k in needed}
-    yj = jnp.asarray(data.y)
+    flat = {k: _to_device(samples[k].reshape((-1, *samples[k].shape[2:]))) for k in needed}
+    yj = _to_device(data.y)
     keep_per_chain = max(1, min(n_draws, LOGLIK_CAP // max(1, n_obs * n_chains)))
     note = None
     store = n_obs * n_chains <= LOGLIK_CAP
@@ -615,10 +679,10 @@ def _to_idata(samples: dict[str, np.ndarray], stats: dict[str, np.ndarray], data
         # Leaderboard scale: neither the pointwise values nor the (obs -> model, item)
         # index arrays (16 bytes per observed entry) are kept; totals by a masked sum.
         rows = cols = np.zeros(0, dtype=np.int64)
-        totals = np.asarray(_loglik_masked_total(link, flat, yj, jnp.asarray(data.mask)))
+        totals = np.asarray(_loglik_masked_total(link, flat, yj, _to_device(data.mask)))
     else:
         rows, cols = np.nonzero(data.mask)
-        rj, cj = jnp.asarray(rows), jnp.asarray(cols)
+        rj, cj = _to_device(rows), _to_device(cols)
         if keep.size == n_draws:  # the common case: one pass gives pointwise values and totals
             ll = np.asarray(_loglik(link, False, flat, yj, rj, cj), dtype=np.float32)
             totals = ll.sum(axis=1, dtype=np.float64)

@@ -27,9 +27,12 @@ from coreval.prediction.base import Prediction, Predictor
 from coreval.prediction.conformal import split_conformal_interval
 from coreval.selection.base import Coreset
 from coreval.selection.irt_anchors import (
+    AUTO_MODELS,
+    fit_matches,
     fit_source_irt,
     irt_options,
     logistic_item_params,
+    resolve_irt_model,
     reuse_or_fit_irt,
 )
 
@@ -147,6 +150,47 @@ def anchor_variance(scores: np.ndarray, k: int) -> float:
     return float(np.nanmean(np.nanvar(scores, axis=1)) / (4 * k))
 
 
+def validation_bias(source: ScoreMatrix, *, theta_bounds: tuple[float, float] | None = None,
+                    **fit_options) -> float:
+    """Mean absolute error of IRT score predictions on held-out source models.
+
+    The reference code's procedure (mRMR paper, appendix G.1): fit the IRT model
+    on the source models except every 5th (rows 0, 5, 10, ...); for each of those
+    validation models, estimate the ability on the even-numbered items and
+    compare the mean predicted correctness on the odd-numbered items with the
+    observed mean there.
+
+    Parameters
+    ----------
+    source : ScoreMatrix
+        Source models (at least 3).
+    theta_bounds : (low, high), optional
+        Box bounds of the ability MLE.
+    **fit_options
+        Options of :func:`coreval.selection.irt_anchors.fit_source_irt`.
+
+    Returns
+    -------
+    float
+        ``b = mean_m |mean_{odd} p̂_m - mean_{odd} y_m|``.
+    """
+    values = source.values
+    val_rows = np.arange(0, source.n_models, 5)
+    train_rows = np.setdiff1d(np.arange(source.n_models), val_rows)
+    if len(train_rows) < 2:
+        raise ValidationError(f"gp-IRT needs at least 3 source models, got {source.n_models}")
+    a, d, c = logistic_item_params(fit_source_irt(source.take(train_rows), **fit_options))
+    seen = np.arange(0, source.n_items, 2)
+    unseen = np.arange(1, source.n_items, 2)
+    c_seen = None if c is None else c[seen]
+    c_unseen = None if c is None else c[unseen]
+    theta = estimate_abilities(values[np.ix_(val_rows, seen)], a[seen], d[seen], c_seen,
+                               bounds=theta_bounds)
+    predicted = logistic_icc(theta, a[unseen], d[unseen], c_unseen).mean(axis=1)
+    observed = np.nanmean(values[np.ix_(val_rows, unseen)], axis=1)
+    return float(np.mean(np.abs(predicted - observed)))
+
+
 class PIRTPredictor(Predictor):
     """p-IRT: observed coreset scores plus IRT-predicted correctness elsewhere.
 
@@ -159,7 +203,10 @@ class PIRTPredictor(Predictor):
     ----------
     model, dims, fit_method, priors, num_steps, learning_rate, num_draws
         IRT fit used when the coreset does not carry one (see
-        :func:`coreval.selection.irt_anchors.fit_source_irt`).
+        :func:`coreval.selection.irt_anchors.fit_source_irt`). ``model="auto"``
+        takes the IRT anchor selector's choice between the 2PL and the 3PL, or
+        makes it (:func:`coreval.selection.irt_anchors.resolve_irt_model`);
+        measured in benchmarks/results/gpirt_model_choice.md.
     theta_bounds : (low, high), optional
         Box bounds of the ability MLE (None: unbounded, as the reference).
     level : float
@@ -167,6 +214,13 @@ class PIRTPredictor(Predictor):
     seed : int
         Seed of an IRT fit made here.
     show_progress : bool, optional
+
+    Attributes
+    ----------
+    irt_options_ : dict
+        The IRT fit options used (``model`` resolved).
+    irt_fit_ : IRTFit
+        The IRT fit on the source models.
 
     Notes
     -----
@@ -200,7 +254,13 @@ class PIRTPredictor(Predictor):
         self.show_progress = show_progress
 
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
-        self.irt_fit_ = reuse_or_fit_irt(source, coreset, **irt_options(self))
+        options = irt_options(self)
+        stored = coreset.info.get("irt_options", {})
+        if (options["model"] == "auto" and stored.get("model") in AUTO_MODELS
+                and fit_matches(coreset.info.get("irt_fit"), source)):
+            options = {**options, "model": stored["model"]}  # the selector's choice
+        self.irt_options_, _ = resolve_irt_model(source, options)
+        self.irt_fit_ = reuse_or_fit_irt(source, coreset, **self.irt_options_)
         self.a_, self.d_, self.c_ = logistic_item_params(self.irt_fit_)
         cols = coreset.indices
         self.unseen_ = np.setdiff1d(np.arange(source.n_items), cols)
@@ -266,26 +326,9 @@ class GPIRTPredictor(PIRTPredictor):
     """
 
     def _fit_extra(self, source: ScoreMatrix, coreset: Coreset) -> None:
-        values = source.values
-        n_src = source.n_models
-        val_rows = np.arange(0, n_src, 5)
-        train_rows = np.setdiff1d(np.arange(n_src), val_rows)
-        if len(train_rows) < 2:
-            raise ValidationError(f"gp-IRT needs at least 3 source models, got {n_src}")
-        options = irt_options(self)
-        options["show_progress"] = self.show_progress
-        val_fit = fit_source_irt(source.take(train_rows), **options)
-        a, d, c = logistic_item_params(val_fit)
-        seen = np.arange(0, source.n_items, 2)
-        unseen = np.arange(1, source.n_items, 2)
-        c_seen = None if c is None else c[seen]
-        c_unseen = None if c is None else c[unseen]
-        theta = estimate_abilities(values[np.ix_(val_rows, seen)], a[seen], d[seen], c_seen,
-                                   bounds=self.theta_bounds)
-        predicted = logistic_icc(theta, a[unseen], d[unseen], c_unseen).mean(axis=1)
-        observed = np.nanmean(values[np.ix_(val_rows, unseen)], axis=1)
-        self.bias_ = float(np.mean(np.abs(predicted - observed)))
-        self.anchor_variance_ = anchor_variance(values, len(coreset))
+        options = dict(self.irt_options_, show_progress=self.show_progress)
+        self.bias_ = validation_bias(source, theta_bounds=self.theta_bounds, **options)
+        self.anchor_variance_ = anchor_variance(source.values, len(coreset))
         self.lambda_ = gp_irt_lambda(self.bias_, self.anchor_variance_)
         k = len(coreset)
         w = coreset.weights

@@ -52,6 +52,44 @@ def irt_options(estimator: Any) -> dict[str, Any]:
     return options
 
 
+#: The logistic models ``model="auto"`` chooses between (:func:`resolve_irt_model`).
+AUTO_MODELS: tuple[str, ...] = ("2pl", "3pl")
+
+
+def resolve_irt_model(source: ScoreMatrix, options: dict[str, Any]
+                      ) -> tuple[dict[str, Any], dict[str, float]]:
+    """Replace ``model="auto"`` in fit options by the model that predicts held-out models best.
+
+    Each of :data:`AUTO_MODELS` is scored by the gp-IRT validation error
+    (:func:`coreval.prediction.gp_irt.validation_bias`: fitted on 4/5 of the
+    source models, the mean absolute error of the predicted score of the other
+    fifth on half of the items), and the smaller error wins. A guessing floor
+    (3PL) helps on multiple-choice benchmarks with near-chance source models
+    and hurts on open-ended ones; metabench (Kipnis et al. 2025) likewise chose
+    the IRT model per benchmark. The validation fits are cached, so gp-IRT's
+    weight λ reuses the chosen model's.
+
+    Parameters
+    ----------
+    source : ScoreMatrix
+    options : dict
+        Options of :func:`fit_source_irt`; returned unchanged unless ``model`` is ``"auto"``.
+
+    Returns
+    -------
+    options : dict
+        With the chosen model.
+    errors : dict
+        Validation error of each candidate (empty when nothing was chosen).
+    """
+    if options.get("model") != "auto":
+        return options, {}
+    from coreval.prediction.gp_irt import validation_bias  # gp_irt imports this module
+
+    errors = {m: validation_bias(source, **{**options, "model": m}) for m in AUTO_MODELS}
+    return {**options, "model": min(errors, key=errors.__getitem__)}, errors
+
+
 def fit_source_irt(source: ScoreMatrix, *, model: str = "2pl", dims: int = 1,
                    fit_method: str = "svi", priors: str = "hierarchical",
                    num_steps: int = 2000, learning_rate: float = 0.1,
@@ -230,8 +268,9 @@ class IRTAnchorSelector(Selector):
         IRT dimensions D (the mRMR paper's ``gpirt1`` uses 1, ``gpirt`` 10).
     seed : int
         Seed of the IRT fit and of KMeans' ``random_state``.
-    model : {"2pl", "1pl", "3pl"}
-        Logistic IRT model.
+    model : {"2pl", "1pl", "3pl", "auto"}
+        Logistic IRT model; ``"auto"`` picks the 2PL or the 3PL by validation
+        error on held-out source models (:func:`resolve_irt_model`).
     fit_method : {"svi", "map", "nuts", "mml"}
         Inference of :func:`coreval.irt.fit`.
     priors : {"weak", "hierarchical"}
@@ -249,6 +288,10 @@ class IRTAnchorSelector(Selector):
     fit_ : IRTFit
         The IRT fit on the source models (also in ``coreset_.info["irt_fit"]``,
         where the IRT predictors pick it up).
+    model_ : str
+        The IRT model fitted (the choice of ``model="auto"``).
+    validation_errors_ : dict
+        Validation error per candidate model (``model="auto"``; else empty).
 
     References
     ----------
@@ -274,10 +317,13 @@ class IRTAnchorSelector(Selector):
         self.show_progress = show_progress
 
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
-        irt_fit = fit_source_irt(source, **irt_options(self))
+        options, self.validation_errors_ = resolve_irt_model(source, irt_options(self))
+        self.model_ = options["model"]
+        irt_fit = fit_source_irt(source, **options)
         a, d, _ = logistic_item_params(irt_fit)
         anchors, weights = kmeans_anchors(np.column_stack([a, d]), k, seed=self.seed,
                                           n_init=self.n_init)
         self.fit_ = irt_fit
         return Coreset.from_indices(source, anchors, weights=weights, method="irt-anchors",
-                                    irt_fit=irt_fit, irt_options=irt_options(self))
+                                    irt_fit=irt_fit, irt_options=options,
+                                    validation_errors=self.validation_errors_)

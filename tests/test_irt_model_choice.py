@@ -1,0 +1,56 @@
+"""``model="auto"``: the IRT anchors and gp-IRT choose the 2PL or the 3PL by validation error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from coreval.data.matrix import ScoreMatrix
+from coreval.prediction.gp_irt import GPIRTPredictor, validation_bias
+from coreval.selection.irt_anchors import IRTAnchorSelector, resolve_irt_model
+
+FAST = {"dims": 1, "fit_method": "svi", "priors": "hierarchical", "num_steps": 600,
+        "learning_rate": 0.1, "num_draws": 20, "seed": 0, "show_progress": False}
+
+
+def _guessing_matrix(seed: int = 0, n_models: int = 40, n_items: int = 160,
+                     floor: float = 0.3) -> ScoreMatrix:
+    """Multiple-choice-like 3PL responses: many near-chance models answer at ``floor``."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, 1.5, n_models)
+    a = rng.lognormal(0.3, 0.3, n_items)
+    d = rng.normal(0.0, 1.0, n_items)
+    p = floor + (1 - floor) / (1 + np.exp(-(theta[:, None] * a + d)))
+    y = (rng.random(p.shape) < p).astype(float)
+    return ScoreMatrix(y, models=[f"m{i}" for i in range(n_models)],
+                       items=[f"q{j}" for j in range(n_items)])
+
+
+def test_resolve_keeps_a_named_model_and_scores_every_candidate_for_auto() -> None:
+    source = _guessing_matrix()
+    options, errors = resolve_irt_model(source, dict(FAST, model="2pl"))
+    assert options["model"] == "2pl" and errors == {}
+    options, errors = resolve_irt_model(source, dict(FAST, model="auto"))
+    assert set(errors) == {"2pl", "3pl"}
+    assert options["model"] == min(errors, key=errors.get)
+    # the errors are those of validation_bias for each model
+    assert errors["3pl"] == pytest.approx(validation_bias(source, **dict(FAST, model="3pl")))
+
+
+def test_auto_picks_the_3pl_on_data_with_a_guessing_floor() -> None:
+    _, errors = resolve_irt_model(_guessing_matrix(), dict(FAST, model="auto"))
+    assert errors["3pl"] < errors["2pl"]
+
+
+def test_gp_irt_reuses_the_selectors_choice() -> None:
+    source = _guessing_matrix(seed=1)
+    opts = {k: v for k, v in FAST.items() if k != "dims"}
+    selector = IRTAnchorSelector(k=12, model="auto", **opts).fit(source)
+    assert selector.model_ in ("2pl", "3pl")
+    assert set(selector.validation_errors_) == {"2pl", "3pl"}
+    predictor = GPIRTPredictor(model="auto", **{k: v for k, v in opts.items()
+                                                if k != "seed"}).fit(source, selector.coreset_)
+    assert predictor.irt_options_["model"] == selector.model_
+    assert predictor.irt_fit_ is selector.fit_
+    # λ's bias is the chosen model's validation error
+    assert predictor.bias_ == pytest.approx(selector.validation_errors_[selector.model_])
