@@ -12,11 +12,13 @@ patching the library for the run (this script is a diagnostic, not an API):
     The fork's ability prior θ ~ N(μ_θ, 1/u_θ) (scale 1/u), μ_θ ~ N(0, 10),
     u_θ ~ Gamma(1, 1), instead of N(0, 1).
 ``anchors_on_difficulty``
-    k-means on (a, b) with b = -d/a, the fork's ``(disc, diff)``: its fit is
-    σ(disc · (θ - diff)), so ``diff`` is the difficulty.
+    k-means on (a, b) with b = -d/a, the fork's ``(disc, diff)`` if its fit is
+    σ(disc · (θ - diff)), as in PyPI py-irt (but see ``reference_icc``).
 ``reference_icc``
     The reference's use of that fit: tinyBenchmarks evaluates σ(disc·θ - diff),
-    i.e. it reads the difficulty as an intercept. Here p-IRT, its ability MLE
+    i.e. it reads the difficulty as an intercept. (Probably not a real mismatch:
+    the benchpred package's own ``multidim_2pl`` fits σ(disc·θ - diff); see the
+    correction in benchmarks/results/irt_methods.md.) Here p-IRT, its ability MLE
     and the λ bias use σ(aθ - b) with coreval's (a, b), and the anchors are
     clustered on (a, b), as in the reference.
 

@@ -254,9 +254,10 @@ def prng_key(seed: int) -> jax.Array:
     """``jax.random.PRNGKey(seed)``, built on the host for the default threefry keys.
 
     A threefry key is the pair ``(seed >> 32, seed & 0xFFFFFFFF)`` of uint32
-    words, ``(0, seed)`` for ``0 <= seed < 2**31``; building it with NumPy gives the same key without compiling
-    ``jax.random.PRNGKey``'s seeding program. Other key implementations, and
-    seeds outside ``[0, 2**31)``, go through ``jax.random.PRNGKey``.
+    words, ``(0, seed)`` for ``0 <= seed < 2**31``; building it with NumPy gives
+    the same key without compiling ``jax.random.PRNGKey``'s seeding program.
+    Other key implementations, and seeds outside ``[0, 2**31)``, go through
+    ``jax.random.PRNGKey``.
     """
     seed = int(seed)
     if jax.config.jax_default_prng_impl != "threefry2x32" or not 0 <= seed < 2**31:
