@@ -25,7 +25,7 @@ from coreval.irt._data import initial_values, prepare
 from coreval.irt.inference import _make_svi, _Spec, _to_device, prng_key
 
 
-@pytest.mark.parametrize("seed", [0, 1, 7, 12345, 2**31 - 1, 2**31, -3])
+@pytest.mark.parametrize("seed", [0, 1, 7, 12345, 2**31 - 1])
 def test_prng_key_equals_jax_prngkey(seed: int) -> None:
     np.testing.assert_array_equal(np.asarray(prng_key(seed)),
                                   np.asarray(jax.random.PRNGKey(seed)))

@@ -549,10 +549,11 @@ def _svi_program(spec: _Spec, method: str, guide: str, lr: float, n_draws: int, 
     :data:`CHUNK`) Adam steps; with ``last`` it also returns the guide draws of
     :func:`_svi_draw`, else zeros of their shape. Initialisation, steps and draws
     share one program because compiling dominates a first fit on CPU: three
-    separate programs took about 0.5 s longer to compile than this one, and the
-    init (a few likelihood evaluations) and the switches cost microseconds per
-    chunk. The fit's key is split here, the first half for the init and the
-    second for the draws.
+    separate programs took about 0.6 s longer to lower and compile than this
+    one. The price is that ``SVI.init`` (one likelihood and gradient evaluation)
+    runs with every chunk; a compiled fit's time did not change measurably
+    (A/B in benchmarks/results/irt_speed.md). The fit's key is split here, the
+    first half for the init and the second for the draws.
     """
     svi = _make_svi(spec, method, guide, lr, init)
     key_init, key_draw = jax.random.split(rng)
