@@ -3,7 +3,7 @@
 Compiling dominates a first fit on CPU (benchmarks/results/irt_speed.md), so the
 engine keeps host-side work (keys, dtype casts, slicing) out of JAX and runs a
 whole SVI fit as one compiled program called per chunk. These tests check
-that the keys equal ``jax.random.PRNGKey``'s, that the chunked program gives
+that the keys equal ``jax.random.key``'s, that the chunked program gives
 numpyro's ``SVI.update`` loop's numbers, and that a fresh process compiles
 only the fit's own programs.
 """
@@ -22,22 +22,23 @@ import pytest
 
 from coreval.irt import fit
 from coreval.irt._data import initial_values, prepare
-from coreval.irt.inference import _make_svi, _Spec, _to_device, prng_key
+from coreval.irt._device import FIT_PRNG_IMPL, prng_key, to_device, wrap_key
+from coreval.irt.inference import _make_svi, _Spec
 
 
-@pytest.mark.parametrize("seed", [0, 1, 7, 12345, 2**31 - 1])
-def test_prng_key_equals_jax_prngkey(seed: int) -> None:
-    np.testing.assert_array_equal(np.asarray(prng_key(seed)),
-                                  np.asarray(jax.random.PRNGKey(seed)))
+@pytest.mark.parametrize("seed", [0, 1, 7, 12345, 2**31 - 1, 2**31, 2**40 + 3])
+def test_prng_key_equals_jax_key(seed: int) -> None:
+    expected = jax.random.key_data(jax.random.key(seed, impl=FIT_PRNG_IMPL))
+    np.testing.assert_array_equal(prng_key(seed), np.asarray(expected))
 
 
 def test_to_device_keeps_values_and_uses_default_dtypes() -> None:
     x = np.array([[0.5, np.nan], [1.0, 2.0]])
-    out = _to_device(x)
+    out = to_device(x)
     assert out.dtype == jax.numpy.float32
     np.testing.assert_array_equal(np.asarray(out), x.astype(np.float32))
-    assert _to_device(np.array([True, False])).dtype == bool
-    assert _to_device(np.arange(3)).dtype == jax.numpy.int32
+    assert to_device(np.array([True, False])).dtype == bool
+    assert to_device(np.arange(3)).dtype == jax.numpy.int32
 
 
 def test_chunked_svi_program_equals_numpyro_update_loop() -> None:
@@ -51,10 +52,10 @@ def test_chunked_svi_program_equals_numpyro_update_loop() -> None:
 
     data = prepare(y, "2pl")
     spec = _Spec("2pl", 30, 12, 1, "hierarchical", None)
-    init = {k: _to_device(v) for k, v in initial_values(data, "2pl", 1).items()}
-    yj, mask = _to_device(data.y), _to_device(data.mask)
+    init = {k: to_device(v) for k, v in initial_values(data, "2pl", 1).items()}
+    yj, mask = to_device(data.y), to_device(data.mask)
     svi = _make_svi(spec, "svi", "normal", lr, init)
-    state = svi.init(jax.random.split(jax.random.PRNGKey(seed))[0], yj, mask)
+    state = svi.init(jax.random.split(wrap_key(prng_key(seed)))[0], yj, mask)
     update = jax.jit(svi.update)
     for _ in range(steps):
         state, _ = update(state, yj, mask)
@@ -97,3 +98,38 @@ def test_a_fit_compiles_only_its_own_programs(tmp_path) -> None:
     # each add a program here, about 0.05-0.2 s of compiling apiece.
     assert compiled[0] == {"_svi_program", "_loglik"}
     assert compiled[1] == {"_map_init", "_map_chunk", "_hvps", "_map_constrain"}
+
+
+def test_host_noise_guide_draws_follow_numpyros_autonormal() -> None:
+    """``_svi_draw``'s T(loc + scale * noise) draws match ``AutoNormal.sample_posterior``."""
+    from coreval.irt.inference import _latent_sites, _svi_draw
+
+    rng = np.random.default_rng(1)
+    y = (rng.random((20, 8)) < 0.6).astype(float)
+    data = prepare(y, "2pl")
+    spec = _Spec("2pl", 20, 8, 1, "hierarchical", None)
+    init = {k: to_device(v) for k, v in initial_values(data, "2pl", 1).items()}
+    yj, mask = to_device(data.y), to_device(data.mask)
+    svi = _make_svi(spec, "svi", "normal", 0.05, init)
+    state = svi.init(wrap_key(prng_key(0)), yj, mask)
+    update = jax.jit(svi.update)
+    for _ in range(50):  # move the scales away from their common initial value
+        state, _ = update(state, yj, mask)
+    auto, params, n = svi.guide, svi.get_params(state), 20000
+    noise = {name: to_device(rng.standard_normal((n, *np.shape(
+        params[f"{name}_{auto.prefix}_loc"])))) for name in _latent_sites(auto)}
+    ours = jax.jit(lambda st, nz: _svi_draw(svi, spec, n, st, wrap_key(prng_key(1)), nz,
+                                            yj, mask))(state, noise)
+    theirs = jax.jit(lambda p: auto.sample_posterior(wrap_key(prng_key(2)), p,
+                                                     sample_shape=(n,)))(params)
+    median = auto.median(params)
+    assert set(ours) == set(_latent_sites(auto)) and "a" in ours and "u_a" in ours
+    for name, draws in ours.items():
+        draws, ref = np.asarray(draws), np.asarray(theirs[name])
+        np.testing.assert_allclose(draws[-1], np.asarray(median[name]), rtol=1e-5, atol=1e-6)
+        # Monte Carlo agreement of the two samplers' quantiles (n = 20000 each).
+        for q in (0.1, 0.5, 0.9):
+            spread = np.quantile(ref, 0.9, axis=0) - np.quantile(ref, 0.1, axis=0)
+            np.testing.assert_array_less(
+                np.abs(np.quantile(draws[:-1], q, axis=0) - np.quantile(ref, q, axis=0)),
+                0.05 * spread + 1e-6)

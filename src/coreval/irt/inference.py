@@ -32,7 +32,7 @@ import optax
 from jax.flatten_util import ravel_pytree
 from numpyro import handlers
 from numpyro.distributions.transforms import biject_to
-from numpyro.infer import MCMC, NUTS, SVI, Predictive
+from numpyro.infer import MCMC, NUTS, SVI
 from numpyro.infer.autoguide import AutoDelta, AutoLowRankMultivariateNormal, AutoNormal
 from numpyro.infer.initialization import init_to_uniform
 from numpyro.infer.util import constrain_fn, potential_energy
@@ -41,6 +41,7 @@ from coreval._progress import progress_bar, progress_enabled
 from coreval.errors import ValidationError
 from coreval.irt import models as _models
 from coreval.irt._data import IRTData, initial_values, prepare
+from coreval.irt._device import JIT_OPTIONS, host_rng, prng_key, to_device, wrap_key
 from coreval.irt.elbo import OrderedTraceELBO
 from coreval.irt.priors import PRIORS
 from coreval.irt.result import IRTFit
@@ -112,7 +113,9 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
     num_draws : int
         Posterior draws stored for MAP (Laplace) and SVI.
     seed : int
-        Seed of every random choice (same seed, same numbers).
+        Seed of every random choice (same seed, same numbers on the same JAX
+        version and backend; the fit's random numbers come from JAX's
+        ``unsafe_rbg`` keys, see :mod:`coreval.irt._device`).
     show_progress : bool, optional
         Progress bars (default: ``COREVAL_PROGRESS`` environment variable).
 
@@ -147,9 +150,9 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
 
     spec = _Spec(name if name in _models.MODELS else model_fn, n_models, n_items, dims, priors,
                  batch_size)
-    y, mask = _to_device(irt_data.y), _to_device(irt_data.mask)
+    y, mask = to_device(irt_data.y), to_device(irt_data.mask)
     init = initial_values(irt_data, link, dims) if name in _models.MODELS else {}
-    init = {k: _to_device(v) for k, v in init.items()}
+    init = {k: to_device(v) for k, v in init.items()}
     rng = prng_key(seed)
     show = progress_enabled(show_progress)
     start = time.perf_counter()
@@ -236,35 +239,6 @@ def _check_options(name, link, method, dims, priors, guide, num_steps, num_draws
             raise ValidationError(f"method 'mml' supports dims=1 only, got dims={dims}")
 
 
-def _to_device(x: np.ndarray) -> jax.Array:
-    """Put a host array on the device with JAX's default dtypes, without compiling.
-
-    ``jnp.asarray`` of a NumPy array runs a small compiled program per dtype and
-    rank (about 0.05 s each on CPU, a noticeable share of a first fit); casting
-    on the host and ``jax.device_put`` compiles nothing.
-    """
-    x = np.asarray(x)
-    if x.dtype != bool:  # float64/int64 become float32/int32 unless jax_enable_x64
-        kind = np.int64 if np.issubdtype(x.dtype, np.integer) else np.float64
-        x = x.astype(jax.dtypes.canonicalize_dtype(kind), copy=False)
-    return jax.device_put(x)
-
-
-def prng_key(seed: int) -> jax.Array:
-    """``jax.random.PRNGKey(seed)``, built on the host for the default threefry keys.
-
-    A threefry key is the pair ``(seed >> 32, seed & 0xFFFFFFFF)`` of uint32
-    words, ``(0, seed)`` for ``0 <= seed < 2**31``; building it with NumPy gives
-    the same key without compiling ``jax.random.PRNGKey``'s seeding program.
-    Other key implementations, and seeds outside ``[0, 2**31)``, go through
-    ``jax.random.PRNGKey``.
-    """
-    seed = int(seed)
-    if jax.config.jax_default_prng_impl != "threefry2x32" or not 0 <= seed < 2**31:
-        return jax.random.PRNGKey(seed)
-    return jax.device_put(np.array([0, seed], dtype=np.uint32))
-
-
 def _init_strategy(values: dict[str, np.ndarray], site=None, radius: float = 0.5):
     """Start at ``values`` where given, else uniform in (-0.5, 0.5) in unconstrained space.
 
@@ -344,15 +318,15 @@ def _unconstrained_init(fn, init_strategy, key, y, mask) -> dict[str, jnp.ndarra
 
 
 # ------------------------------------------------------------------------------- MAP
-@partial(jax.jit, static_argnums=(0, 1))
+@partial(jax.jit, static_argnums=(0, 1), **JIT_OPTIONS)
 def _map_init(spec: _Spec, lr: float, rng, y, mask, init):
-    """Initial unconstrained point, its Adam state and the key of the Laplace draws."""
-    key_init, key_draw = jax.random.split(rng)
+    """Initial unconstrained point, its Adam state and the (raw) key of the Laplace draws."""
+    key_init, key_draw = jax.random.split(wrap_key(rng))
     z0 = _unconstrained_init(spec.model_fn(False), _init_strategy(init), key_init, y, mask)
-    return (z0, optax.adam(lr).init(z0)), key_draw
+    return (z0, optax.adam(lr).init(z0)), jax.random.key_data(key_draw)
 
 
-@partial(jax.jit, static_argnums=(0, 1))
+@partial(jax.jit, static_argnums=(0, 1), **JIT_OPTIONS)
 def _map_chunk(spec: _Spec, lr: float, carry, y, mask, length):
     """Up to CHUNK Adam steps on the potential energy (negative log joint, unconstrained)."""
     fn = spec.model_fn(False)
@@ -368,7 +342,7 @@ def _map_chunk(spec: _Spec, lr: float, carry, y, mask, length):
     return jax.lax.fori_loop(0, length, body, (carry, jnp.zeros(CHUNK, jnp.float32)))
 
 
-@partial(jax.jit, static_argnums=0)
+@partial(jax.jit, static_argnums=0, **JIT_OPTIONS)
 def _map_constrain(spec: _Spec, z, draws, y, mask):
     """Constrained latent and deterministic sites for each flat unconstrained draw."""
     _, unravel = ravel_pytree(z)
@@ -404,7 +378,7 @@ def _run_map(spec: _Spec, y, mask, init, rng, num_steps, lr, num_draws, show):
                           f"{LAPLACE_MIN_PRECISION} are raised to it. The MAP may not have "
                           "converged (raise num_steps).", stacklevel=3)
         evals = np.maximum(evals, LAPLACE_MIN_PRECISION)
-        z_std = np.random.default_rng(np.asarray(key_draw)).standard_normal((num_draws, n_par))
+        z_std = host_rng(key_draw).standard_normal((num_draws, n_par))
         draws = (flat[None, :] + (z_std / np.sqrt(evals)) @ evecs.T).astype(flat.dtype)
         diag["posterior"] = "laplace"
     else:
@@ -414,7 +388,7 @@ def _run_map(spec: _Spec, y, mask, init, rng, num_steps, lr, num_draws, show):
             diag["note"] = (f"{n_par} parameters > {LAPLACE_MAX_PARAMS}: no Laplace draws, "
                             "point estimate only (use method='svi' for uncertainty)")
     # The mode is constrained together with the draws, as one more row (one program).
-    rows = _map_constrain(spec, z, _to_device(np.concatenate([draws, flat[None, :]])), y, mask)
+    rows = _map_constrain(spec, z, to_device(np.concatenate([draws, flat[None, :]])), y, mask)
     rows = {k: np.asarray(v) for k, v in rows.items()}
     return ({k: v[None, :-1] for k, v in rows.items()}, {k: v[-1] for k, v in rows.items()},
             diag)
@@ -475,7 +449,7 @@ def _structured_hessian(spec: _Spec, z, y, mask) -> np.ndarray:
     basis[np.arange(dense_idx.size), dense_idx] = 1.0
     for s in range(n_slot):
         basis[dense_idx.size + s, col_idx[slot[col_idx] == s]] = 1.0
-    products = np.asarray(_hvps(spec, z, y, mask, _to_device(basis)), dtype=np.float64)
+    products = np.asarray(_hvps(spec, z, y, mask, to_device(basis)), dtype=np.float64)
     hess = np.zeros((n_par, n_par))
     hess[dense_idx, :] = products[:dense_idx.size]
     hess[:, dense_idx] = products[:dense_idx.size].T
@@ -490,7 +464,7 @@ def _structured_hessian(spec: _Spec, z, y, mask) -> np.ndarray:
     return 0.5 * (hess + hess.T)
 
 
-@partial(jax.jit, static_argnums=0)
+@partial(jax.jit, static_argnums=0, **JIT_OPTIONS)
 def _hvps(spec: _Spec, z, y, mask, basis):
     """Hessian-vector products ``H @ v`` for the rows ``v`` of ``basis``, 16 at a time."""
     flat, unravel = ravel_pytree(z)
@@ -516,48 +490,84 @@ def _make_svi(spec: _Spec, method: str, guide: str, lr: float, init) -> SVI:
     return SVI(fn, auto, optax.adam(lr), OrderedTraceELBO())
 
 
-def _svi_draw(svi: SVI, spec: _Spec, n_draws: int, state, key, y, mask):
+def _latent_sites(auto) -> list[str]:
+    """Names of the guide's latent sample sites, in trace order."""
+    return [name for name, site in auto.prototype_trace.items()
+            if site["type"] == "sample" and not site["is_observed"]]
+
+
+def _svi_draw(svi: SVI, spec: _Spec, n_draws: int, state, key, noise, y, mask):
     """``n_draws`` guide draws and, appended as one more row, the guide's median.
 
-    The median is each coordinate's median under the guide, i.e. the guide's
-    location mapped through the constraining transform (``AutoNormal.median``);
-    for ``AutoDelta`` it is the point itself. Deterministic sites (D > 1
-    loadings) are computed for draws and median alike.
+    For ``AutoNormal`` the draws are ``T(loc + scale * noise)`` site by site, with
+    ``T = biject_to(support)`` the site's constraining transform and ``noise``
+    standard normal numbers made on the host: this is the guide's own definition
+    (a mean-field Normal in unconstrained space, pushed through ``T``; numpyro's
+    ``AutoNormal.sample_posterior`` draws the same distribution), and leaving the
+    random numbers out of the compiled program saves about 0.4 s of compiling a
+    first fit. Other guides draw with ``sample_posterior`` and ``key``. The
+    median is each coordinate's median under the guide, ``T(loc)`` (the point
+    itself for ``AutoDelta``). Deterministic sites (D > 1 loadings) are computed
+    for draws and median alike.
     """
     auto = svi.guide
     params = svi.get_params(state)
     key_draw, key_det = jax.random.split(key)
-    latent = auto.sample_posterior(key_draw, params, sample_shape=(n_draws,))
-    median = auto.median(params)
-    latent = {k: jnp.concatenate([v, jnp.asarray(median[k])[None]], axis=0)
-              for k, v in latent.items() if k not in ("y", "_auto_latent")}
+    if noise:
+        latent = {}
+        for name in _latent_sites(auto):
+            loc = params[f"{name}_{auto.prefix}_loc"]
+            scale = params[f"{name}_{auto.prefix}_scale"]
+            z = jnp.concatenate([loc + scale * noise[name], loc[None]], axis=0)
+            latent[name] = biject_to(auto.prototype_trace[name]["fn"].support)(z)
+    else:
+        draws = auto.sample_posterior(key_draw, params, sample_shape=(n_draws,))
+        median = auto.median(params)
+        latent = {k: jnp.concatenate([draws[k], jnp.asarray(median[k])[None]], axis=0)
+                  for k in _latent_sites(auto)}
     if not any(site["type"] == "deterministic" for site in auto.prototype_trace.values()):
         return latent
-    det = Predictive(spec.model_fn(False), posterior_samples=latent, batch_ndims=1,
-                     exclude_deterministic=False)(key_det, y, mask)
-    det = {k: v for k, v in det.items() if k not in latent and k != "y"}
-    return {**latent, **det}
+    return {**latent, **_deterministic_sites(spec.model_fn(False), latent, key_det, y, mask)}
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
+def _deterministic_sites(fn, latent, key, y, mask):
+    """The model's deterministic sites for each row of the latent draws ``latent``.
+
+    ``Predictive`` would do this, but it passes its keys on as raw data, which
+    only works for threefry keys (a fit's keys are ``unsafe_rbg``). Every latent
+    site is substituted and ``y`` is observed, so nothing random is drawn and one
+    key serves all rows.
+    """
+    def one(sample):
+        model = handlers.substitute(handlers.seed(fn, key), data=sample)
+        tr = handlers.trace(model).get_trace(y, mask)
+        return {k: site["value"] for k, site in tr.items() if site["type"] == "deterministic"}
+
+    return jax.vmap(one)(latent)
+
+
+@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4), **JIT_OPTIONS)
 def _svi_program(spec: _Spec, method: str, guide: str, lr: float, n_draws: int, state, rng,
-                 y, mask, init, length, first, last):
+                 noise, y, mask, init, length, first, last):
     """One chunk of an SVI fit; the whole fit is this one compiled program, called per chunk.
 
     With ``first`` the chunk starts from ``SVI.init`` (``state`` is then only a
     placeholder of the right structure); it runs ``length`` (at most
     :data:`CHUNK`) Adam steps; with ``last`` it also returns the guide draws of
-    :func:`_svi_draw`, else zeros of their shape. Initialisation, steps and draws
-    share one program because compiling dominates a first fit on CPU: three
-    separate programs took about 0.6 s longer to lower and compile than this
-    one. The price is that ``SVI.init`` (one likelihood and gradient evaluation)
-    runs with every chunk; a compiled fit's time did not change measurably
-    (A/B in benchmarks/results/irt_speed.md). The fit's key is split here, the
+    :func:`_svi_draw` (from ``noise``, see there), else zeros of their shape.
+    Initialisation, steps and draws share one program because compiling
+    dominates a first fit on CPU: three separate programs took about 0.6 s
+    longer to lower and compile than this one. The price is that ``SVI.init``
+    (one likelihood and gradient evaluation) runs with every chunk; a compiled
+    fit's time did not change measurably (A/B in
+    benchmarks/results/irt_speed.md). ``rng`` and the state's key are raw key
+    data (:func:`coreval.irt._device.prng_key`); the fit's key is split here, the
     first half for the init and the second for the draws.
     """
     svi = _make_svi(spec, method, guide, lr, init)
-    key_init, key_draw = jax.random.split(rng)
+    key_init, key_draw = jax.random.split(wrap_key(rng))
     start = svi.init(key_init, y, mask)
+    state = state._replace(rng_key=wrap_key(state.rng_key))
     state = jax.tree.map(lambda s0, s: jnp.where(first, s0, s), start, state)
 
     def body(i, carry):
@@ -568,26 +578,35 @@ def _svi_program(spec: _Spec, method: str, guide: str, lr: float, n_draws: int, 
     state, losses = jax.lax.fori_loop(0, length, body, (state, jnp.zeros(CHUNK, jnp.float32)))
 
     def draw():
-        return _svi_draw(svi, spec, n_draws, state, key_draw, y, mask)
+        return _svi_draw(svi, spec, n_draws, state, key_draw, noise, y, mask)
 
     shapes = jax.eval_shape(draw)
     draws = jax.lax.cond(last, draw, lambda: jax.tree.map(
         lambda sd: jnp.zeros(sd.shape, sd.dtype), shapes))
-    return state, losses, draws
+    return state._replace(rng_key=jax.random.key_data(state.rng_key)), losses, draws
 
 
 @lru_cache(maxsize=64)
 def _svi_state_template(spec: _Spec, method: str, guide: str, lr: float, treedef, shapes):
-    """Zeros with the structure of the SVI state: the first chunk's placeholder state.
+    """The first chunk's placeholder state and the shapes of the guide's locations.
 
-    ``treedef`` and ``shapes`` describe ``(key, y, mask, init)`` (shapes and
-    dtypes only, so fits of the same shape share the template).
+    Returns zeros with the structure of the SVI state (its key as raw key data)
+    and, for ``AutoNormal``, ``{site: shape}`` of the unconstrained locations
+    (empty for other guides). ``treedef`` and ``shapes`` describe
+    ``(key, y, mask, init)`` (shapes and dtypes only, so fits of the same shape
+    share the template).
     """
     def init_state(key, y, mask, init):
-        return _make_svi(spec, method, guide, lr, init).init(key, y, mask)
+        svi = _make_svi(spec, method, guide, lr, init)
+        state = svi.init(wrap_key(key), y, mask)
+        auto, params = svi.guide, svi.get_params(state)
+        locs = ({name: params[f"{name}_{auto.prefix}_loc"] for name in _latent_sites(auto)}
+                if isinstance(auto, AutoNormal) else {})
+        return state._replace(rng_key=jax.random.key_data(state.rng_key)), locs
 
-    state = jax.eval_shape(init_state, *jax.tree.unflatten(treedef, shapes))
-    return jax.tree.map(lambda sd: np.zeros(sd.shape, sd.dtype), state)
+    state, locs = jax.eval_shape(init_state, *jax.tree.unflatten(treedef, shapes))
+    return (jax.tree.map(lambda sd: np.zeros(sd.shape, sd.dtype), state),
+            {name: sd.shape for name, sd in locs.items()})
 
 
 def _run_svi(spec: _Spec, y, mask, init, rng, method, guide, num_steps, lr, num_draws, show):
@@ -600,14 +619,18 @@ def _run_svi(spec: _Spec, y, mask, init, rng, method, guide, num_steps, lr, num_
         init = {k: v for k, v in init.items() if k not in ("theta", "theta01")}
     n_draws = num_draws if method == "svi" else 1
     leaves, treedef = jax.tree.flatten((rng, y, mask, init))
-    template = _svi_state_template(spec, method, guide, lr, treedef, tuple(
+    template, loc_shapes = _svi_state_template(spec, method, guide, lr, treedef, tuple(
         jax.ShapeDtypeStruct(np.shape(v), v.dtype) for v in leaves))
+    # The guide draws' standard normal numbers, made on the host (see _svi_draw).
+    gen = host_rng(rng)
+    noise = {name: to_device(gen.standard_normal((n_draws, *shape)))
+             for name, shape in loc_shapes.items()}
     out = {}
 
     def chunk(state, length, done):
         first, last = done == 0, done + length >= num_steps
-        state, losses, draws = _svi_program(spec, method, guide, lr, n_draws, state, rng, y,
-                                            mask, init, length, first, last)
+        state, losses, draws = _svi_program(spec, method, guide, lr, n_draws, state, rng,
+                                            noise, y, mask, init, length, first, last)
         if last:
             out["draws"] = draws
         return state, losses
@@ -627,7 +650,7 @@ def _run_nuts(fn, y, mask, init_strategy, rng, num_warmup, num_samples, num_chai
     kernel = NUTS(fn, init_strategy=init_strategy)
     mcmc = MCMC(kernel, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                 chain_method="sequential", progress_bar=show)
-    mcmc.run(rng, y, mask, extra_fields=("diverging", "potential_energy"))
+    mcmc.run(wrap_key(rng), y, mask, extra_fields=("diverging", "potential_energy"))
     samples = mcmc.get_samples(group_by_chain=True)
     extra = mcmc.get_extra_fields(group_by_chain=True)
     stats = {"diverging": np.asarray(extra["diverging"]),
@@ -637,7 +660,7 @@ def _run_nuts(fn, y, mask, init_strategy, rng, num_warmup, num_samples, num_chai
 
 
 # ------------------------------------------------------------------------- InferenceData
-@partial(jax.jit, static_argnums=(0,))
+@partial(jax.jit, static_argnums=(0,), **JIT_OPTIONS)
 def _loglik_masked_total(link: str, params, y, mask):
     """Total log-likelihood of the observed entries per draw, one draw at a time."""
     def one(p):
@@ -646,7 +669,7 @@ def _loglik_masked_total(link: str, params, y, mask):
     return jax.lax.map(one, params)
 
 
-@partial(jax.jit, static_argnums=(0, 1))
+@partial(jax.jit, static_argnums=(0, 1), **JIT_OPTIONS)
 def _loglik(link: str, total_only: bool, params, y, rows, cols):
     """Pointwise log-likelihood of the observed entries (or its total) for each draw."""
     def one(p):
@@ -663,8 +686,8 @@ def _to_idata(samples: dict[str, np.ndarray], stats: dict[str, np.ndarray], data
     n_chains, n_draws = samples["theta"].shape[:2]
     n_obs = int(data.mask.sum())
     needed = [k for k in ("theta", "a", "d", "b", "c", "sigma", "k") if k in samples]
-    flat = {k: _to_device(samples[k].reshape((-1, *samples[k].shape[2:]))) for k in needed}
-    yj = _to_device(data.y)
+    flat = {k: to_device(samples[k].reshape((-1, *samples[k].shape[2:]))) for k in needed}
+    yj = to_device(data.y)
     keep_per_chain = max(1, min(n_draws, LOGLIK_CAP // max(1, n_obs * n_chains)))
     note = None
     store = n_obs * n_chains <= LOGLIK_CAP
@@ -681,10 +704,10 @@ def _to_idata(samples: dict[str, np.ndarray], stats: dict[str, np.ndarray], data
         # Leaderboard scale: neither the pointwise values nor the (obs -> model, item)
         # index arrays (16 bytes per observed entry) are kept; totals by a masked sum.
         rows = cols = np.zeros(0, dtype=np.int64)
-        totals = np.asarray(_loglik_masked_total(link, flat, yj, _to_device(data.mask)))
+        totals = np.asarray(_loglik_masked_total(link, flat, yj, to_device(data.mask)))
     else:
         rows, cols = np.nonzero(data.mask)
-        rj, cj = _to_device(rows), _to_device(cols)
+        rj, cj = to_device(rows), to_device(cols)
         if keep.size == n_draws:  # the common case: one pass gives pointwise values and totals
             ll = np.asarray(_loglik(link, False, flat, yj, rj, cj), dtype=np.float32)
             totals = ll.sum(axis=1, dtype=np.float64)
