@@ -199,7 +199,8 @@ def _oracle_rmse(sim, cols: np.ndarray) -> float:
 def anchors(sim):
     from coreval.selection.irt_anchors import IRTAnchorSelector
 
-    return IRTAnchorSelector(K, seed=0, **SEL).fit(sim[0])
+    # the simulation's own model (the selector's default is the 3PL)
+    return IRTAnchorSelector(K, seed=0, model="2pl", **SEL).fit(sim[0])
 
 
 @needs_engine

@@ -158,7 +158,7 @@ def _item_block(model: str, n_items: int, dims: int, priors: str) -> dict[str, j
     d = _priors.intercept(n_items, priors)
     params = {"a": a, "d": d}
     if model == "3pl":
-        params["c"] = _priors.guessing(n_items)
+        params["c"] = _priors.guessing(n_items, priors)
     return params
 
 

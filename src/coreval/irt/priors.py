@@ -1,4 +1,4 @@
-"""Prior blocks shared by the IRT models: item discrimination/intercept and abilities.
+"""Prior blocks shared by the IRT models: discrimination, intercept, guessing, abilities.
 
 Two prior families are offered (``priors=``):
 
@@ -22,7 +22,10 @@ Two prior families are offered (``priors=``):
     lets the learnt spread grow on small near-separable matrices: with 30 HELM
     source models ``u_a`` fell to 0.3, 5 % of the items got ``a > 20`` and gp-IRT's
     error rose 3.6 pp on mmlu. The Normal's light tail is what keeps the reference
-    fit from doing so; see benchmarks/results/irt_methods.md.)
+    fit from doing so; see benchmarks/results/irt_methods.md.) The 3PL's guessing
+    parameters get a learnt level, ``mu_c ~ Beta(1, 4)`` and
+    ``c ~ Beta(5 mu_c, 5 (1 - mu_c))`` (:func:`guessing`); under ``"weak"`` they
+    are ``c ~ Beta(1, 4)``.
 
 Rotation for D > 1
 ------------------
@@ -125,7 +128,24 @@ def intercept(n_items: int, priors: str) -> jnp.ndarray:
         return numpyro.sample("d", dist.Normal(mu, scale))
 
 
-def guessing(n_items: int) -> jnp.ndarray:
-    """Sample 3PL lower asymptotes ``c ~ Beta(1, 4)`` (prior mean 0.2) of shape (n_items,)."""
+#: Concentration of the hierarchical guessing prior (:func:`guessing`).
+GUESSING_CONCENTRATION = 5.0
+
+
+def guessing(n_items: int, priors: str = "weak") -> jnp.ndarray:
+    """Sample 3PL lower asymptotes ``c`` of shape (n_items,).
+
+    ``"weak"``: ``c ~ Beta(1, 4)`` (prior mean 0.2). ``"hierarchical"``: the
+    benchmark's guessing level is learnt, ``mu_c ~ Beta(1, 4)`` and
+    ``c ~ Beta(κ mu_c, κ (1 - mu_c))`` with ``κ =`` :data:`GUESSING_CONCENTRATION`,
+    so at ``mu_c = 0.2`` the items' prior is the weak one, and on an open-ended
+    benchmark without a chance floor ``mu_c`` (and with it every ``c``) can
+    shrink towards 0 instead of being pulled to 0.2.
+    """
+    if priors != "hierarchical":
+        with numpyro.plate("items", n_items):
+            return numpyro.sample("c", dist.Beta(1.0, 4.0))
+    mu = numpyro.sample("mu_c", dist.Beta(1.0, 4.0))
     with numpyro.plate("items", n_items):
-        return numpyro.sample("c", dist.Beta(1.0, 4.0))
+        return numpyro.sample("c", dist.Beta(GUESSING_CONCENTRATION * mu,
+                                             GUESSING_CONCENTRATION * (1.0 - mu)))

@@ -1,6 +1,6 @@
 """p-IRT and gp-IRT predictors of tinyBenchmarks (Polo et al. 2024).
 
-p-IRT fills the items a new model did not answer with the 2PL's predicted
+p-IRT fills the items a new model did not answer with the IRT model's predicted
 correctness at the model's ability (estimated by maximum likelihood on the
 coreset items); gp-IRT mixes p-IRT with the weighted anchor-point estimate.
 Both reuse the IRT fit stored by :class:`coreval.selection.irt_anchors.IRTAnchorSelector`
@@ -27,6 +27,7 @@ from coreval.prediction.base import Prediction, Predictor
 from coreval.prediction.conformal import split_conformal_interval
 from coreval.selection.base import Coreset
 from coreval.selection.irt_anchors import (
+    ANCHOR_MODEL,
     AUTO_MODELS,
     fit_matches,
     fit_source_irt,
@@ -203,7 +204,8 @@ class PIRTPredictor(Predictor):
     ----------
     model, dims, fit_method, priors, num_steps, learning_rate, num_draws
         IRT fit used when the coreset does not carry one (see
-        :func:`coreval.selection.irt_anchors.fit_source_irt`). ``model="auto"``
+        :func:`coreval.selection.irt_anchors.fit_source_irt`); the default model
+        is :data:`coreval.selection.irt_anchors.ANCHOR_MODEL`. ``model="auto"``
         takes the IRT anchor selector's choice between the 2PL and the 3PL, or
         makes it (:func:`coreval.selection.irt_anchors.resolve_irt_model`);
         measured in benchmarks/results/gpirt_model_choice.md.
@@ -237,7 +239,7 @@ class PIRTPredictor(Predictor):
 
     needs_binary = True
 
-    def __init__(self, *, model: str = "2pl", dims: int = 1, fit_method: str = "svi",
+    def __init__(self, *, model: str = ANCHOR_MODEL, dims: int = 1, fit_method: str = "svi",
                  priors: str = "hierarchical", num_steps: int = 2000, learning_rate: float = 0.1,
                  num_draws: int = 200, theta_bounds: tuple[float, float] | None = None,
                  level: float = 0.9, seed: int = 0, show_progress: bool | None = None) -> None:
