@@ -218,10 +218,10 @@ def test_pirt_and_gpirt_predict_held_out_scores(sim, anchors):
     cs = anchors.coreset_
     x = target[:, cs.indices]
     oracle = _oracle_rmse(sim, cs.indices)
-    pirt = PIRTPredictor(**PRED).fit(source, cs)
+    pirt = PIRTPredictor(model="2pl", **PRED).fit(source, cs)
     assert pirt.irt_fit_ is anchors.fit_  # reused, not refitted
     assert _rmse(pirt.predict(x).mean, truth) < 1.2 * oracle
-    gp = GPIRTPredictor(**PRED).fit(source, cs)
+    gp = GPIRTPredictor(model="2pl", **PRED).fit(source, cs)
     assert 0.0 <= gp.lambda_ <= 1.0
     assert gp.lambda_ == pytest.approx(
         gp.bias_**2 / (gp.bias_**2 + anchor_variance(source.values, len(cs))))
@@ -231,6 +231,17 @@ def test_pirt_and_gpirt_predict_held_out_scores(sim, anchors):
     assert _rmse(gpred.mean, truth) < 1.2 * oracle
     assert gpred.interval == "split-conformal"
     assert np.all(gpred.lower <= gpred.mean) and np.all(gpred.mean <= gpred.upper)
+
+
+@needs_engine
+def test_predictor_reuses_the_selectors_fit_only_for_its_own_model(sim, anchors):
+    from coreval.prediction.gp_irt import PIRTPredictor
+
+    source, cs = sim[0], anchors.coreset_
+    assert anchors.fit_.model == "2pl"
+    assert PIRTPredictor(model="2pl", **PRED).fit(source, cs).irt_fit_ is anchors.fit_
+    other = PIRTPredictor(model="1pl", **PRED).fit(source, cs)
+    assert other.irt_fit_ is not anchors.fit_ and other.irt_fit_.model == "1pl"
 
 
 @needs_engine

@@ -52,7 +52,7 @@ def _accepted(cls: type, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def anchor_selector(k: int, seed: int = 0, **options: Any) -> Selector:
-    """IRT anchor points (k-means on 2PL item parameters)."""
+    """IRT anchor points (k-means on the IRT item parameters; the 3PL by default)."""
     from coreval.selection.irt_anchors import IRTAnchorSelector
 
     return IRTAnchorSelector(k=k, seed=seed, **_accepted(IRTAnchorSelector, options))
@@ -111,7 +111,7 @@ def irt_bayes_predictor(seed: int = 0, **options: Any) -> Predictor:
 
 register_method(Method(
     "p-irt", anchor_selector, pirt_predictor,
-    description="IRT anchor points + p-IRT (observed anchors + 2PL-predicted rest)",
+    description="IRT anchor points + p-IRT (observed anchors + IRT-predicted rest)",
     reference=TINYBENCH,
 ))
 register_with_refits(

@@ -177,11 +177,15 @@ def reuse_or_fit_irt(source: ScoreMatrix, coreset: Coreset, **fit_options: Any) 
     """The IRT fit stored by the selector in ``coreset.info["irt_fit"]``, or a new fit.
 
     The stored fit is reused only when it was made on the same source models and
-    items; otherwise (e.g. a random coreset) :func:`fit_source_irt` is called
-    with ``fit_options``.
+    items and is of the model asked for (``fit_options["model"]``; e.g. irt-bayes'
+    2PL does not take the 3PL of the anchor selector); otherwise (also for a
+    random coreset) :func:`fit_source_irt` is called with ``fit_options``.
     """
     stored = coreset.info.get("irt_fit")
-    if stored is not None and fit_matches(stored, source):
+    model = fit_options.get("model")
+    wanted = model if model is None or isinstance(model, str) else getattr(model, "__name__", "")
+    if (stored is not None and fit_matches(stored, source)
+            and (wanted is None or getattr(stored, "model", wanted) == wanted)):
         return stored
     return fit_source_irt(source, **fit_options)
 
