@@ -8,8 +8,8 @@ Compiling dominates the first IRT fit of a process on CPU
 * Fits draw their random numbers from JAX's ``unsafe_rbg`` key implementation
   (:data:`FIT_PRNG_IMPL`), whose key splitting and bit generation are single XLA
   operations; the default ``threefry2x32`` unrolls into many kernels per split and
-  draw. On a 2PL SVI fit of ``arc_challenge`` this took about 1 s off the 4 s of
-  compiling. JAX documents the price: ``unsafe_rbg`` streams are the same for the
+  draw. For a 2PL SVI fit of ``arc_challenge`` (init, steps and draws in one
+  program) lowering and compiling took 3.7 s instead of 4.6 s. JAX documents the price: ``unsafe_rbg`` streams are the same for the
   same seed on the same JAX version and backend (so a fit is reproducible there),
   but may differ across JAX/XLA versions and between CPU and GPU, and their split
   keys carry no statistical guarantee beyond what Monte Carlo noise in SVI
@@ -17,8 +17,9 @@ Compiling dominates the first IRT fit of a process on CPU
   ``uint32`` data (:func:`prng_key`, :func:`wrap_key`), so no key is ever built
   eagerly.
 * :data:`JIT_OPTIONS` compile the fit's programs at XLA's backend optimisation
-  level 1 instead of 2: about 0.3 s less compiling, and the compiled SVI and MAP
-  steps measured as fast as at level 2 (see irt_speed.md).
+  level 1 instead of 2: about 0.3-0.4 s less compiling of an SVI fit, and the
+  compiled SVI and MAP steps measured as fast as at level 2 (see
+  benchmarks/results/irt_speed.md).
 """
 
 from __future__ import annotations
