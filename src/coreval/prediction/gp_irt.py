@@ -328,8 +328,7 @@ class GPIRTPredictor(PIRTPredictor):
     """
 
     def _fit_extra(self, source: ScoreMatrix, coreset: Coreset) -> None:
-        options = dict(self.irt_options_, show_progress=self.show_progress)
-        self.bias_ = validation_bias(source, theta_bounds=self.theta_bounds, **options)
+        self.bias_ = validation_bias(source, theta_bounds=self.theta_bounds, **self.irt_options_)
         self.anchor_variance_ = anchor_variance(source.values, len(coreset))
         self.lambda_ = gp_irt_lambda(self.bias_, self.anchor_variance_)
         k = len(coreset)
