@@ -3,7 +3,7 @@
 Imputation R² for k = 1..15 benchmarks chosen by greedy entropy, greedy MI and the protocol's
 random draw, 10-fold CV with 10 % holdout, on mteb, merged and benchpress, following
 ``shared/anchors/benchmark_selection/PROTOCOL.md`` sections 2-7 with coreval's own code
-(:mod:`coreval.selection.gaussian`, :class:`GaussianImputer`). Compared with the reference
+(:mod:`coreval.gaussian`, :class:`GaussianImputer`). Compared with the reference
 runs in ``results_all_runs.csv`` (same machine family, measured by running the peer code).
 
 Also measured in the same run:
@@ -34,15 +34,12 @@ import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from coreval.base import Coreset, FitCache
 from coreval.data.npz import read_npz
+from coreval.gaussian.correlation import estimate_options, shared_estimate
+from coreval.gaussian.greedy import greedy_entropy, greedy_mi, greedy_mi_direct
 from coreval.prediction.gaussian_imputer import GaussianImputer
-from coreval.selection.base import Coreset
-from coreval.selection.gaussian.greedy import greedy_entropy, greedy_mi, greedy_mi_direct
-from coreval.selection.gaussian_selector import (
-    GaussianRandomSelector,
-    cached_estimate,
-    estimate_options,
-)
+from coreval.selection.gaussian_selector import GaussianRandomSelector
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
@@ -62,10 +59,14 @@ def kfold(m: int, f: int) -> tuple[np.ndarray, np.ndarray]:
     return np.random.default_rng(key).permutation(pool)[:n_train], val
 
 
-def fold_scores(train, test, selected: np.ndarray, imputer: GaussianImputer) -> dict:
-    """Protocol section 6 for one fold and one prefix: pooled R², RMSE, interval coverage."""
+def fold_scores(train, test, selected: np.ndarray, imputer: GaussianImputer,
+                cache: FitCache) -> dict:
+    """Protocol section 6 for one fold and one prefix: pooled R², RMSE, interval coverage.
+
+    ``cache`` holds the fold's correlation estimate, so the imputer does not rerun EM.
+    """
     coreset = Coreset.from_indices(train, selected, method="prefix")
-    imputer.fit(train, coreset)
+    imputer.fit(train, coreset, cache=cache)
     pred = imputer.predict(test.values[:, selected])
     mean, scale = imputer.mean_, imputer.scale_
     truth = np.clip((test.values - mean) / scale, -10, 10)
@@ -94,10 +95,11 @@ def run_dataset(name: str, *, release: str, label: str, unit_diagonal: bool = Fa
         tr, va = kfold(matrix.n_models, f)
         train, test = matrix.take(tr), matrix.take(va)
         imputer = GaussianImputer(**opts)
+        cache = FitCache()  # one EM run per fold, reused by every prefix's imputer
         t0 = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            est = cached_estimate(train, estimate_options(imputer))
+            est = shared_estimate(train, estimate_options(imputer), cache)
         t_em += time.process_time() - t0
         em_iters.append(est.em.n_iter if est.em is not None else 0)
         corr = est.correlation
@@ -119,7 +121,7 @@ def run_dataset(name: str, *, release: str, label: str, unit_diagonal: bool = Fa
         for method, sel in selections.items():
             sel = est.columns[sel] if method != "random" else sel
             for k in range(1, K_MAX + 1):
-                sc = fold_scores(train, test, np.asarray(sel[:k]), imputer)
+                sc = fold_scores(train, test, np.asarray(sel[:k]), imputer, cache)
                 rows.append({"dataset": name, "run": label, "method": method, "k": k,
                              "fold": f, **sc})
     timing = {"dataset": name, "run": label, "em_cpu_s": t_em, "em_iters": em_iters,
@@ -210,7 +212,7 @@ def write_report(args, agg, ref, checks, timings, speeds, elapsed) -> None:
              f"Command: `{cmd.strip()}` (wall {elapsed:.0f} s on the shared 2-core machine).", "",
              "Protocol: `shared/anchors/benchmark_selection/PROTOCOL.md` (10 folds, 10 % "
              "holdout, EM correlation per fold, imputation R² pooled in training-standardised "
-             "space). Our code: `coreval.selection.gaussian` + `GaussianImputer` with "
+             "space). Our code: `coreval.gaussian` + `GaussianImputer` with "
              "`min_observed=1` (the reference keeps benchmarks with one training "
              "observation; BenchPress folds 2 and 4 have two), `n_threads=1`. Reference: "
              "`results_all_runs.csv` (the peer code run on this machine).", ""]

@@ -37,13 +37,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from coreval.base import resolve_budget
+from coreval.base.conformal import jackknife_plus_interval
 from coreval.data.npz import read_npz
 from coreval.data.splits import iter_splits
 from coreval.harness import run_grid
-from coreval.prediction.conformal import jackknife_plus_interval
 from coreval.prediction.ridge import RidgePredictor
 from coreval.selection.anchor_points import AnchorPointsSelector
-from coreval.selection.base import resolve_budget
 
 REPO = Path(__file__).resolve().parents[1]
 DATASETS = ("arc_challenge", "ifeval", "openllm_math", "commonsense", "gsm", "math", "med_qa",

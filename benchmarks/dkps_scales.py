@@ -514,8 +514,8 @@ def stage_irt_bayes(args: argparse.Namespace) -> None:
 
     from coreval.data.matrix import ScoreMatrix
     from coreval.errors import CorevalError
+    from coreval.methods import get_method
     from coreval.pipeline import fit_method
-    from coreval.registry import get_method
 
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()

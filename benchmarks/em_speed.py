@@ -6,7 +6,8 @@ settings), until the protocol's convergence rule stops them (same iteration coun
 CPU time (``time.process_time``, all threads) and wall time, the ratio direct / ours, and the
 relative Frobenius difference of the converged covariances (must be < 1e-3).
 
-The direct implementation (:func:`em_covariance_per_row`) follows the reference code: a
+The direct implementation (``em_covariance_per_row`` of ``tests/reference_em.py``, which is
+not part of the package; the tests check it against ours) follows the reference code: a
 Cholesky per row, a dense N x N conditional covariance per row, and a second per-row pass for
 the observed-data log-likelihood. It is timed with one BLAS thread (fair: ours also uses one)
 and, for a few iterations, with the library's default threads (as the reference runs).
@@ -32,14 +33,16 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from coreval.data.npz import read_npz
-from coreval.selection.gaussian.covariance import (
-    em_covariance,
-    em_covariance_per_row,
-    fit_standardization,
-    protocol_em_options,
-)
+from coreval.gaussian.correlation import protocol_em_options
+from coreval.gaussian.em import em_covariance
+from coreval.gaussian.standardize import fit_standardization
 
 REPO = Path(__file__).resolve().parents[1]
+# The direct per-row EM is test code (tests/reference_em.py), not library code: import it from
+# the tests folder rather than keeping a second copy here.
+sys.path.insert(0, str(REPO / "tests"))
+from reference_em import em_covariance_per_row  # noqa: E402
+
 SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
 
 

@@ -34,13 +34,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from coreval.base import Prediction, Predictor, resolve_budget
 from coreval.data.matrix import ScoreMatrix
 from coreval.data.npz import read_npz
 from coreval.data.splits import iter_splits
 from coreval.harness import format_table, run_grid, score_metrics
-from coreval.prediction.base import Prediction, Predictor
-from coreval.registry import Method, register_method
-from coreval.selection.base import resolve_budget
+from coreval.methods import Method, register_method
 from coreval.selection.random import RandomSelector
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,8 +88,8 @@ def bare_loop(datasets, seeds) -> float:
             truth = target.summary_scores()
             for budget in BUDGETS:
                 k = resolve_budget(budget, matrix.n_items)
-                cs = METHOD.selector(k=k, seed=sp.seed).fit(source).coreset_
-                pred = METHOD.predictor(seed=sp.seed).fit(source, cs).predict(
+                cs = METHOD.make_selector(k=k, seed=sp.seed).fit(source).coreset_
+                pred = METHOD.make_predictor(seed=sp.seed).fit(source, cs).predict(
                     target.values[:, cs.indices])
                 score_metrics(truth, pred.mean)
     return time.perf_counter() - t0

@@ -30,8 +30,8 @@ import pandas as pd
 
 from coreval.data.simulate import simulate
 from coreval.data.splits import make_split
+from coreval.methods import get_method
 from coreval.pipeline import fit_method
-from coreval.registry import get_method
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS = {

@@ -40,7 +40,7 @@ from scipy.special import digamma
 from coreval.data.matrix import ScoreMatrix
 from coreval.data.npz import read_npz
 from coreval.errors import ValidationError
-from coreval.registry import get_method
+from coreval.methods import get_method
 from coreval.selection.mrmr import MRMRSelector
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,13 +110,13 @@ def speed_arc(data_dir: Path, anchors: Path, repeats: int) -> list[str]:
     k = max(1, int(0.1 * matrix.n_items))
     selector = MRMRSelector(k=k, mi_neighbors=5)
     t_sel, c_sel, fitted = best_time(lambda: selector.fit(source), repeats)
-    ridge = get_method("mrmr+").predictor(interval="none")
+    ridge = get_method("mrmr+").make_predictor(interval="none")
     t_fit, c_fit, _ = best_time(lambda: ridge.fit(source, selector.fit(source).coreset_),
                                 repeats)
     t_rel, c_rel, _ = best_time(lambda: selector._relevance(
         source.values, selector._target(source, source.values), True), repeats)
     t_loop, c_loop, loop_rel = best_time(lambda: kdtree_relevance(source.values, 5), 1)
-    same = np.array_equal(loop_rel, fitted.coreset_.info["relevance"])
+    same = np.array_equal(loop_rel, fitted.coreset_.details["relevance"])
     ref = pd.read_csv(anchors / "results.csv")
     ref = ref[(ref.dataset == "arc_challenge") & (ref.method == "mrmr5_MIQ_y")
               & (ref.coreset == "10%")]
@@ -184,7 +184,7 @@ def faithfulness(data_dir: Path, anchors: Path, seeds: list[int]) -> list[str]:
                 coreset = MRMRSelector(k=k, seed=seed).fit(source).coreset_
                 truth = target.values.mean(axis=1)
                 for method in ours:
-                    pred = get_method(method).predictor(interval="none").fit(source, coreset)
+                    pred = get_method(method).make_predictor(interval="none").fit(source, coreset)
                     est = pred.predict(target.values[:, coreset.indices]).mean
                     rmse = 100 * float(np.sqrt(np.mean((est - truth) ** 2)))
                     ours[method].append((rmse, stats.kendalltau(est, truth)[0]))

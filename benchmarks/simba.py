@@ -45,11 +45,11 @@ import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 
+from coreval.base import Coreset
 from coreval.data.matrix import ScoreMatrix
 from coreval.data.npz import read_npz
-from coreval.registry import get_method
-from coreval.selection.base import Coreset
-from coreval.selection.simba import (
+from coreval.methods import get_method
+from coreval.simba import (
     REGRESSORS,
     SIMILARITIES,
     auc_mse,
@@ -64,7 +64,7 @@ from coreval.selection.simba import (
     stalk,
     stalk_summary,
 )
-from coreval.selection.simba.pounce import model_splits
+from coreval.simba.pounce import model_splits
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
@@ -228,10 +228,10 @@ def method_section(matrix: ScoreMatrix, best: str, ks: list[int], n_splits: int)
     for s, (tr, te) in enumerate(model_splits(matrix.n_models, n_splits=n_splits, seed=1)):
         source, target = matrix.take(tr), matrix.take(te)
         # greedy prowl orders are nested: one fit at the largest k gives every smaller coreset
-        order = method.selector(k=max(ks), seed=s).fit(source).selected_
+        order = method.make_selector(k=max(ks), seed=s).fit(source).selected_
         for k in ks:
             coreset = Coreset.from_indices(source, order[:k], method=f"simba-{best}")
-            pred = method.predictor(seed=s).fit(source, coreset)
+            pred = method.make_predictor(seed=s).fit(source, coreset)
             out = pred.predict(target.values[:, coreset.indices])
             rest = np.setdiff1d(np.arange(matrix.n_items), coreset.indices)
             y = target.values[:, rest]
@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
             "Performance Matrices Alone* (Findings of EMNLP). Scores normalised with "
             "`max(0, (x − chance)/(1 − chance))` (chance 0; native-scale columns min-max "
             "scaled first); missing entries handled pairwise-complete (see "
-            "`coreval.selection.simba`).", "", f"Command: `{command.strip()}`", "",
+            "`coreval.simba`).", "", f"Command: `{command.strip()}`", "",
             *PROVENANCE]
     for name in args.datasets:
         t_all = time.perf_counter()

@@ -22,10 +22,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from coreval.data import load_matrix
+from coreval.gaussian.correlation import estimate_correlation
+from coreval.gaussian.diagnostics import eigenvalue_tail
+from coreval.gaussian.greedy import greedy_entropy, greedy_mi
 from coreval.report.plots import plot_spectral_diagnostic
-from coreval.selection.gaussian.covariance import estimate_correlation
-from coreval.selection.gaussian.diagnostics import eigenvalue_tail
-from coreval.selection.gaussian.greedy import greedy_entropy, greedy_mi
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,20 +13,18 @@ from sklearn.linear_model import Lasso, Ridge, RidgeCV
 from sklearn.model_selection import GridSearchCV, LeaveOneOut
 
 import coreval
+from coreval.base import Coreset
+from coreval.base.conformal import jackknife_plus_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import UnknownMethodError, ValidationError
-from coreval.prediction.conformal import jackknife_plus_interval
+from coreval.prediction.lasso import LassoPredictor
 from coreval.prediction.mean import MeanPredictor
 from coreval.prediction.ridge import KernelRidgePredictor, RidgePredictor
+from coreval.regression import kernel_ridge_loo_batch, ridge_loo_batch
 from coreval.selection.anchor_points import AnchorPointsSelector
-from coreval.selection.base import Coreset
-from coreval.selection.lasso import LassoPredictor, LassoSelector
+from coreval.selection.lasso import LassoSelector
 from coreval.selection.random import RandomSelector
-from coreval.selection.random_search import (
-    RandomSearchSelector,
-    kernel_ridge_loo_batch,
-    ridge_loo_batch,
-)
+from coreval.selection.random_search import RandomSearchSelector
 
 BINARY_GRID = np.logspace(-1, 1, 5)
 CONT_GRID = np.logspace(-2, 2, 9)
@@ -53,7 +51,7 @@ def test_random_selector_is_legacy_permutation():
     sel = RandomSelector(k=7, seed=3).fit(data)
     want = np.random.RandomState(3).permutation(50)[:7]
     np.testing.assert_array_equal(sel.selected_, want)
-    assert sel.coreset_.info["uses_source_models"] is False
+    assert sel.coreset_.uses_source_models is False
     np.testing.assert_array_equal(RandomSelector(k=7, seed=3).fit(data).selected_, want)
     assert not np.array_equal(RandomSelector(k=7, seed=4).fit(data).selected_, want)
 
@@ -113,12 +111,12 @@ def test_lasso_path_matches_lasso_where_unique(rng):
     data = continuous_matrix(rng, 80, 15)  # n > p: the lasso solution is unique
     sel = LassoSelector(k=6, alphas=np.logspace(-3, 0, 200), tol=1e-10,
                         warm_start=True).fit(data)
-    info = sel.coreset_.info
+    fit = sel.coreset_.linear_fit
     assert len(sel.selected_) <= 6
-    ref = Lasso(alpha=info["alpha"], max_iter=100000, tol=1e-10).fit(data.values,
+    ref = Lasso(alpha=fit.alpha, max_iter=100000, tol=1e-10).fit(data.values,
                                                                      data.summary_scores())
     np.testing.assert_array_equal(sel.selected_, np.flatnonzero(ref.coef_))
-    np.testing.assert_allclose(info["coef"], ref.coef_[sel.selected_], atol=1e-5)
+    np.testing.assert_allclose(fit.coef, ref.coef_[sel.selected_], atol=1e-5)
     pred = LassoPredictor().fit(data, sel.coreset_)
     out = pred.predict(data.values[:, sel.selected_])
     np.testing.assert_allclose(out.mean, ref.predict(data.values), atol=1e-5)
@@ -168,7 +166,7 @@ def test_random_search_matches_plain_loop(rng):
             best, best_mae = s, mae
     sel = RandomSearchSelector(k=6, n_search=25, seed=11, batch_size=7).fit(data)
     np.testing.assert_array_equal(sel.selected_, best)
-    assert sel.coreset_.info["best_mae"] == pytest.approx(best_mae)
+    assert sel.coreset_.details["best_mae"] == pytest.approx(best_mae)
 
 
 # ----------------------------------------------------------------- predictors
@@ -299,12 +297,12 @@ def test_registry_names_and_unknown():
                  "anchor-points++", "lasso", "search+", "search++"):
         assert name in coreval.available_methods()
     method = coreval.get_method("random++")
-    sel = method.selector(k=3, seed=1)
+    sel = method.make_selector(k=3, seed=1)
     assert isinstance(sel, RandomSelector) and sel.seed == 1
-    assert isinstance(method.predictor(seed=1), KernelRidgePredictor)
-    assert isinstance(coreval.get_method("anchor-points").predictor(), MeanPredictor)
-    assert isinstance(coreval.get_method("search++").selector(k=3).kernel, bool)
-    assert coreval.get_method("search++").selector(k=3).kernel is True
+    assert isinstance(method.make_predictor(seed=1), KernelRidgePredictor)
+    assert isinstance(coreval.get_method("anchor-points").make_predictor(), MeanPredictor)
+    assert isinstance(coreval.get_method("search++").make_selector(k=3).kernel, bool)
+    assert coreval.get_method("search++").make_selector(k=3).kernel is True
     with pytest.raises(UnknownMethodError, match="random\\+\\+"):
         coreval.get_method("no-such-method")
 
@@ -315,8 +313,8 @@ def test_method_end_to_end_deterministic(rng):
     outs = []
     for _ in range(2):
         method = coreval.get_method("anchor-points+")
-        sel = method.selector(k=6, seed=2).fit(source)
-        pred = method.predictor(seed=2).fit(source, sel.coreset_)
+        sel = method.make_selector(k=6, seed=2).fit(source)
+        pred = method.make_predictor(seed=2).fit(source, sel.coreset_)
         outs.append(pred.predict(target.values[:, sel.selected_]).mean)
     np.testing.assert_array_equal(outs[0], outs[1])
     assert np.all((outs[0] >= 0) & (outs[0] <= 1))

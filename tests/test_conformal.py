@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
+from coreval.base import Coreset
+from coreval.base.conformal import jackknife_plus_interval, split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.conformal import jackknife_plus_interval, split_conformal_interval
 from coreval.prediction.mean import MeanPredictor
 from coreval.prediction.ridge import KernelRidgePredictor, RidgePredictor
-from coreval.selection.base import Coreset
 
 
 def test_jackknife_plus_matches_sorted_definition(rng):

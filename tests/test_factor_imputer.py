@@ -8,16 +8,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from coreval.base import Coreset, FitCache
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.gaussian.covariance import pairwise_covariance
+from coreval.methods import get_method
 from coreval.prediction.factor_imputer import (
     FactorImputer,
     factor_predictive,
     fit_factor_posterior,
 )
-from coreval.registry import get_method
-from coreval.selection.base import Coreset
-from coreval.selection.gaussian.covariance import pairwise_covariance
 
 N_COLS, RANK, N_SOURCE, N_TARGET = 12, 2, 320, 300
 OPTS = {"rank": RANK, "n_steps": 2000, "n_draws": 200}
@@ -115,6 +115,18 @@ def test_same_seed_same_numbers(sim):
         np.testing.assert_array_equal(a[key], b[key])
 
 
+def test_posterior_is_shared_across_coresets_through_a_fit_cache(sim, fitted):
+    """One SVI fit per source and options: a second budget's imputer reuses it."""
+    source = ScoreMatrix(sim["source"], level="benchmark")
+    cache = FitCache()
+    small = Coreset(indices=np.array([0]), items=source.items[[0]])
+    a = FactorImputer(**OPTS, seed=1).fit(source, small, cache=cache)
+    b = FactorImputer(**OPTS, seed=1).fit(source, fitted.coreset_, cache=cache)
+    assert cache.misses == 1 and cache.hits == 1 and a.posterior_ is b.posterior_
+    for key in fitted.posterior_:  # equal to the fit made without a cache
+        np.testing.assert_array_equal(b.posterior_[key], fitted.posterior_[key])
+
+
 def test_missing_selected_scores_and_nan_rows(sim, fitted):
     x = sim["target"][:4, fitted.coreset_.indices].copy()
     x[1, 0] = np.nan
@@ -145,5 +157,5 @@ def test_registered_methods_are_impute_methods():
     for name in ("factor-mi", "factor-random", "factor-entropy"):
         method = get_method(name)
         assert method.task == "impute"
-        pred = method.predictor(seed=2, rank=4)
+        pred = method.make_predictor(seed=2, rank=4)
         assert isinstance(pred, FactorImputer) and pred.rank == 4 and pred.seed == 2

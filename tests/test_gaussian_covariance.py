@@ -10,18 +10,16 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from coreval.errors import ValidationError
-from coreval.selection.gaussian.covariance import (
-    apply_transform,
+from coreval.gaussian.correlation import estimate_correlation, protocol_em_options
+from coreval.gaussian.covariance import (
     auto_shrinkage,
-    em_covariance,
-    em_covariance_per_row,
-    estimate_correlation,
-    fit_standardization,
     pairwise_covariance,
     project_psd,
-    protocol_em_options,
     shrink,
 )
+from coreval.gaussian.em import em_covariance
+from coreval.gaussian.standardize import apply_transform, fit_standardization
+from reference_em import em_covariance_per_row  # tests/reference_em.py, not in the package
 
 
 def _random_cov(rng: np.random.Generator, n: int) -> np.ndarray:

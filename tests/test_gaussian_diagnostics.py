@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from coreval.errors import ValidationError
-from coreval.selection.gaussian.diagnostics import mardia_test, shapiro_wilk_columns
+from coreval.gaussian.diagnostics import mardia_test, shapiro_wilk_columns
 
 
 def _bh(p: np.ndarray) -> np.ndarray:

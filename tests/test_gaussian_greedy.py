@@ -7,7 +7,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from coreval.errors import ValidationError
-from coreval.selection.gaussian.greedy import (
+from coreval.gaussian.greedy import (
     greedy_entropy,
     greedy_mi,
     greedy_mi_direct,
@@ -164,7 +164,7 @@ def test_bad_inputs():
 
 @pytest.mark.shared
 def test_mi_fast_equals_direct_on_mteb_fold(load_shared):
-    from coreval.selection.gaussian.covariance import estimate_correlation
+    from coreval.gaussian.correlation import estimate_correlation
 
     values = load_shared("mteb").values
     folds = np.array_split(np.random.default_rng(42).permutation(len(values)), 10)

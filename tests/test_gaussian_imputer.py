@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
+from coreval.base import Coreset, FitCache
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.methods import get_method
 from coreval.prediction.gaussian_imputer import GaussianImputer
-from coreval.registry import get_method
-from coreval.selection.base import Coreset
 from coreval.selection.gaussian_selector import (
     GaussianEntropySelector,
     GaussianMISelector,
@@ -81,10 +81,16 @@ def test_estimate_is_shared_between_selector_and_imputer(rng):
     values = source.values.copy()
     values[rng.random(values.shape) < 0.3] = np.nan
     source = ScoreMatrix(values, level="benchmark")
-    sel = GaussianMISelector(3).fit(source)
-    imp = GaussianImputer().fit(source, sel.coreset_)
-    assert imp.estimate_ is sel.coreset_.info["gaussian_estimate"]
-    assert sel.coreset_.info["em_iter"] >= 2
+    cache = FitCache()
+    sel = GaussianMISelector(3).fit(source, cache=cache)
+    imp = GaussianImputer().fit(source, sel.coreset_, cache=cache)
+    assert cache.misses == 1 and cache.hits == 1  # one EM run, shared
+    assert sel.coreset_.details["em_iter"] >= 2
+    alone = GaussianImputer().fit(source, sel.coreset_)  # no cache: its own, equal estimate
+    assert alone.estimate_ is not imp.estimate_
+    np.testing.assert_array_equal(alone.estimate_.correlation, imp.estimate_.correlation)
+    other = GaussianImputer(unit_diagonal=True).fit(source, sel.coreset_, cache=cache)
+    assert cache.misses == 2 and other.estimate_ is not imp.estimate_  # other options: new fit
 
 
 def test_logit_transform_keeps_predictions_in_unit_interval(rng):
@@ -126,8 +132,8 @@ def test_registry_methods():
                       ("gauss-mi", GaussianMISelector), ("gauss-random", GaussianRandomSelector)):
         method = get_method(name)
         assert method.task == "impute"
-        assert isinstance(method.selector(4, seed=2, release="prev"), cls)
-        pred = method.predictor(seed=0, release="prev", ridge=0.02)
+        assert isinstance(method.make_selector(4, seed=2, release="prev"), cls)
+        pred = method.make_predictor(seed=0, release="prev", ridge=0.02)
         assert isinstance(pred, GaussianImputer) and pred.release == "prev" and pred.ridge == 0.02
 
 

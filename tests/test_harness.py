@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from coreval.base import Coreset, Prediction, Predictor, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.data.splits import iter_splits
 from coreval.errors import UnknownMethodError, ValidationError
@@ -30,9 +31,7 @@ from coreval.harness import (
     summarize,
 )
 from coreval.harness.metrics import Standardizer
-from coreval.prediction.base import Prediction, Predictor
-from coreval.registry import Method, register_method
-from coreval.selection.base import Coreset, Selector
+from coreval.methods import Component, Method, register_method
 from coreval.selection.random import RandomSelector
 
 TIMING = ["seconds_select", "seconds_fit", "seconds_predict"]
@@ -97,22 +96,11 @@ class ColumnMeanImputer(Predictor):
                           columns=cols)
 
 
-def _sel(k, seed=0, **opts):
-    return SeededSelector(k=k, seed=seed, fail=opts.get("fail", False),
-                          sleep=opts.get("sleep", 0.0))
-
-
-def _mean_pred(seed=0, **opts):
-    return MeanPredictor(half_width=opts.get("half_width", 0.05))
-
-
-def _impute_pred(seed=0, **opts):
-    return ColumnMeanImputer(use_ids=opts.get("use_ids", False))
-
-
-for _m in (Method("_test-mean", _sel, _mean_pred),
-           Method("_test-fail", _sel, _mean_pred, options={"fail": True}),
-           Method("_test-impute", _sel, _impute_pred, task="impute")):
+for _m in (Method("_test-mean", Component(SeededSelector), Component(MeanPredictor)),
+           Method("_test-fail", Component(SeededSelector, fixed={"fail": True}),
+                  Component(MeanPredictor)),
+           Method("_test-impute", Component(SeededSelector), Component(ColumnMeanImputer),
+                  task="impute")):
     register_method(_m, replace=True)
 
 
@@ -300,16 +288,20 @@ def test_resume_skips_finished_cells_and_reruns_changed_ones(tmp_path):
     assert set(other["cell"]).isdisjoint(first["cell"])
 
 
-def _slow_sel(k, seed=0, **opts):
-    """Seeded selector that logs each call to $GRID_LOG and sleeps $GRID_SLEEP seconds."""
-    log = os.environ.get("GRID_LOG")
-    if log:
-        with open(log, "a") as fh:
-            fh.write(f"{k} {seed}\n")
-    return SeededSelector(k=k, seed=seed, sleep=float(os.environ.get("GRID_SLEEP", "0")))
+class SlowSelector(SeededSelector):
+    """Seeded selector that logs each fit to $GRID_LOG and sleeps $GRID_SLEEP seconds."""
+
+    def _select(self, source: ScoreMatrix, k: int) -> Coreset:
+        log = os.environ.get("GRID_LOG")
+        if log:
+            with open(log, "a") as fh:
+                fh.write(f"{k} {self.seed}\n")
+        time.sleep(float(os.environ.get("GRID_SLEEP", "0")))
+        return super()._select(source, k)
 
 
-register_method(Method("_test-slow", _slow_sel, _mean_pred), replace=True)
+register_method(Method("_test-slow", Component(SlowSelector), Component(MeanPredictor)),
+                replace=True)
 
 
 def _kill_grid(out) -> pd.DataFrame:
@@ -422,8 +414,8 @@ class PlainMean(Predictor):
         return Prediction(m, m, m, interval="none")
 
 
-register_method(Method("_test-legacy-random", lambda k, seed=0, **o: RandomSelector(k, seed=seed),
-                       lambda seed=0, **o: PlainMean()), replace=True)
+register_method(Method("_test-legacy-random", Component(RandomSelector), Component(PlainMean)),
+                replace=True)
 
 
 @pytest.mark.shared

@@ -15,15 +15,11 @@ from scipy.optimize import minimize_scalar
 from scipy.special import expit
 from sklearn.cluster import KMeans
 
+from coreval.base import Coreset, FitCache
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.gp_irt import (
-    anchor_variance,
-    estimate_abilities,
-    gp_irt_lambda,
-    logistic_icc,
-)
-from coreval.selection.base import Coreset
+from coreval.irt.logistic import estimate_abilities, logistic_icc
+from coreval.prediction.gp_irt import anchor_variance, gp_irt_lambda
 from coreval.selection.fisher import quantile_bin_items
 from coreval.selection.irt_anchors import kmeans_anchors
 
@@ -138,7 +134,7 @@ def test_quantile_bins_one_item_per_bin_skip_empty_and_duplicates():
 def test_grid_ability_draws_match_numerical_posterior():
     from scipy.integrate import quad
 
-    from coreval.prediction.irt_bayes import grid_ability_draws
+    from coreval.irt.logistic import grid_ability_draws
 
     y, par = simulate_2pl(3, 25, seed=5)
     y[1, :5] = np.nan
@@ -170,7 +166,7 @@ N_SRC, N_TGT, N_ITEMS, K = 40, 200, 300, 30
 #: small, fast MAP fits (Laplace draws for irt-bayes); the predictors reuse the selector's fit
 FIT = {"fit_method": "map", "priors": "weak", "num_steps": 500, "learning_rate": 0.05}
 SEL = {**FIT, "num_draws": 50}
-PRED = {**FIT, "num_draws": 1}
+PRED = SEL  # the same fit specification, so predictors reuse the selector's fit
 
 
 @pytest.fixture(scope="module")
@@ -196,32 +192,38 @@ def _oracle_rmse(sim, cols: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="module")
-def anchors(sim):
+def cache():
+    """The fit cache a pipeline would share between a selector and its predictor."""
+    return FitCache()
+
+
+@pytest.fixture(scope="module")
+def anchors(sim, cache):
     from coreval.selection.irt_anchors import IRTAnchorSelector
 
     # the simulation's own model (the selector's default is the 3PL)
-    return IRTAnchorSelector(K, seed=0, model="2pl", **SEL).fit(sim[0])
+    return IRTAnchorSelector(K, seed=0, model="2pl", **SEL).fit(sim[0], cache=cache)
 
 
 @needs_engine
-def test_anchor_selector_stores_fit_and_weights(anchors):
+def test_anchor_selector_stores_fit_and_weights(anchors, cache):
     cs = anchors.coreset_
     assert 1 <= len(cs) <= K and cs.weights.sum() == pytest.approx(1.0)
-    assert cs.info["irt_fit"] is anchors.fit_
+    assert anchors.fit_ in [cache.get(key) for key in list(cache._store)]
 
 
 @needs_engine
-def test_pirt_and_gpirt_predict_held_out_scores(sim, anchors):
+def test_pirt_and_gpirt_predict_held_out_scores(sim, anchors, cache):
     from coreval.prediction.gp_irt import GPIRTPredictor, PIRTPredictor
 
     source, target, truth, _ = sim
     cs = anchors.coreset_
     x = target[:, cs.indices]
     oracle = _oracle_rmse(sim, cs.indices)
-    pirt = PIRTPredictor(model="2pl", **PRED).fit(source, cs)
-    assert pirt.irt_fit_ is anchors.fit_  # reused, not refitted
+    pirt = PIRTPredictor(model="2pl", **PRED).fit(source, cs, cache=cache)
+    assert pirt.irt_fit_ is anchors.fit_  # reused through the shared cache, not refitted
     assert _rmse(pirt.predict(x).mean, truth) < 1.2 * oracle
-    gp = GPIRTPredictor(model="2pl", **PRED).fit(source, cs)
+    gp = GPIRTPredictor(model="2pl", **PRED).fit(source, cs, cache=cache)
     assert 0.0 <= gp.lambda_ <= 1.0
     assert gp.lambda_ == pytest.approx(
         gp.bias_**2 / (gp.bias_**2 + anchor_variance(source.values, len(cs))))
@@ -234,18 +236,22 @@ def test_pirt_and_gpirt_predict_held_out_scores(sim, anchors):
 
 
 @needs_engine
-def test_predictor_reuses_the_selectors_fit_only_for_its_own_model(sim, anchors):
+def test_predictor_reuses_the_selectors_fit_only_for_the_same_fit(sim, anchors, cache):
     from coreval.prediction.gp_irt import PIRTPredictor
 
     source, cs = sim[0], anchors.coreset_
     assert anchors.fit_.model == "2pl"
-    assert PIRTPredictor(model="2pl", **PRED).fit(source, cs).irt_fit_ is anchors.fit_
-    other = PIRTPredictor(model="1pl", **PRED).fit(source, cs)
+    assert PIRTPredictor(model="2pl", **PRED).fit(source, cs, cache=cache).irt_fit_ \
+        is anchors.fit_
+    other = PIRTPredictor(model="1pl", **PRED).fit(source, cs, cache=cache)
     assert other.irt_fit_ is not anchors.fit_ and other.irt_fit_.model == "1pl"
+    # without the shared cache the predictor fits its own (equal, but not the same object)
+    alone = PIRTPredictor(model="2pl", **PRED).fit(source, cs)
+    assert alone.irt_fit_ is not anchors.fit_
 
 
 @needs_engine
-def test_irt_bayes_is_accurate_and_calibrated(sim, anchors):
+def test_irt_bayes_is_accurate_and_calibrated(sim, anchors, cache):
     from coreval.prediction.irt_bayes import IRTBayesPredictor
 
     source, target, truth, _ = sim
@@ -254,10 +260,12 @@ def test_irt_bayes_is_accurate_and_calibrated(sim, anchors):
     # (anchors, Fisher) pick items whose discrimination is over-estimated and cover less
     # with 40 source models (reported in benchmarks/results/irt_methods.md).
     cols = np.random.default_rng(0).permutation(N_ITEMS)[:K]
-    cs = Coreset.from_indices(source, cols, irt_fit=anchors.fit_)
+    cs = Coreset.from_indices(source, cols)
     for misfit in (False, True):  # the pure posterior, and with the misfit term (default)
-        predictor = IRTBayesPredictor(misfit=misfit, **{**FIT, "num_draws": 200}).fit(source, cs)
-        assert predictor.irt_fit_ is anchors.fit_
+        predictor = IRTBayesPredictor(misfit=misfit, **{**FIT, "num_draws": 200}).fit(
+            source, cs, cache=cache)
+        # 200 posterior draws is another fit than the selector's 50: fitted once, then shared
+        assert predictor.irt_fit_ is not anchors.fit_ and predictor.irt_fit_.model == "2pl"
         pred = predictor.predict(target[:, cs.indices])
         assert pred.interval == "posterior" and pred.draws.shape == (200, N_TGT)
         assert _rmse(pred.mean, truth) < 1.2 * _oracle_rmse(sim, cs.indices)
@@ -268,8 +276,8 @@ def test_irt_bayes_is_accurate_and_calibrated(sim, anchors):
 @needs_engine
 def test_registered_irt_bayes_defaults_are_calibrated(sim):
     """The registered method as a user runs it (default coreset and cross-validated misfit)."""
+    from coreval.methods import get_method
     from coreval.pipeline import fit_method
-    from coreval.registry import get_method
 
     source, target, truth, _ = sim
     fitted = fit_method(get_method("irt-bayes"), source, K, seed=0,
@@ -283,25 +291,31 @@ def test_registered_irt_bayes_defaults_are_calibrated(sim):
 
 @needs_engine
 def test_misfit_cv_reselects_on_each_fold(sim, anchors, monkeypatch):
-    """Selection-aware folds: the stored selector is re-run on every fold's source models."""
+    """Selection-aware folds: through the pipeline the selector is re-run on every fold."""
+    from coreval.methods import get_method
+    from coreval.pipeline import fit_method
     from coreval.prediction.irt_bayes import IRTBayesPredictor
+    from coreval.selection.random import RandomSelector
 
     source = sim[0]
-    cs = anchors.coreset_
-    assert "selector" in cs.info and not hasattr(cs.info["selector"], "coreset_")
     calls = []
-    original = type(cs.info["selector"]).fit
+    original = RandomSelector._select
 
-    def spy(self, data):
+    def spy(self, data, k):
         calls.append(data.n_models)
-        return original(self, data)
+        return original(self, data, k)
 
-    monkeypatch.setattr(type(cs.info["selector"]), "fit", spy)
-    IRTBayesPredictor(misfit="cv", misfit_folds=4, **{**FIT, "num_draws": 20}).fit(source, cs)
+    monkeypatch.setattr(RandomSelector, "_select", spy)
+    fitted = fit_method(get_method("irt-bayes"), source, K, seed=0, misfit_folds=4,
+                        **{**FIT, "num_draws": 20})
     monkeypatch.undo()
-    assert calls == [N_SRC - N_SRC // 4] * 4
+    assert calls == [N_SRC] + [N_SRC - N_SRC // 4] * 4  # the final selection, then each fold
+    assert fitted.predictor.tau_ >= 0.0
+    # used alone, the predictor holds its coreset fixed across the folds
+    alone = IRTBayesPredictor(misfit="cv", misfit_folds=4, **{**FIT, "num_draws": 20})
+    assert alone.fit(source, anchors.coreset_).refit_ == alone.fixed_coreset_refit
     with pytest.raises(ValidationError, match="misfit must be one of"):
-        IRTBayesPredictor(misfit="bogus", **SEL).fit(source, cs)
+        IRTBayesPredictor(misfit="bogus", **SEL).fit(source, anchors.coreset_)
 
 
 @needs_engine
@@ -333,19 +347,19 @@ def test_irt_bayes_continuous_lego_beats_coreset_mean():
     coverage = np.mean((truth >= pred.lower) & (truth <= pred.upper))
     assert coverage >= 0.75, coverage
     with pytest.raises(ValidationError, match="logistic model"):
-        from coreval.selection.irt_anchors import logistic_item_params
+        from coreval.irt.source_fit import logistic_item_params
 
         logistic_item_params(predictor.irt_fit_)
 
 
 @needs_engine
-def test_metabench_bins_and_gam(sim):
+def test_metabench_bins_and_gam(sim, cache):
     from coreval.prediction.gam import GAMPredictor
     from coreval.selection.fisher import FisherInformationSelector
 
     source, target, truth, _ = sim
-    sel = FisherInformationSelector(K, seed=0, fill=True, **PRED).fit(source)
-    filled, binned = sel.coreset_, np.sort(sel.coreset_.info["binned"])
+    sel = FisherInformationSelector(K, seed=0, fill=True, **PRED).fit(source, cache=cache)
+    filled, binned = sel.coreset_, np.sort(sel.coreset_.details["binned"])
     # one item per non-empty ability bin; fill=True tops up to exactly K
     assert len(binned) <= K and len(filled) == K and set(binned) <= set(filled.indices)
     theta = sel.theta_
@@ -353,8 +367,8 @@ def test_metabench_bins_and_gam(sim):
     non_empty = sum(((theta >= lo) & (theta < hi)).any() for lo, hi in itertools.pairwise(edges))
     assert len(binned) == non_empty
     assert list(filled.indices) == sorted(filled.indices)
-    cs = Coreset.from_indices(source, binned, irt_fit=sel.fit_)
-    gam = GAMPredictor(**PRED).fit(source, cs)
+    cs = Coreset.from_indices(source, binned)
+    gam = GAMPredictor(**PRED).fit(source, cs, cache=cache)
     assert gam.irt_fit_ is sel.fit_
     pred = gam.predict(target[:, cs.indices])
     assert _rmse(pred.mean, truth) < 1.5 * _oracle_rmse(sim, cs.indices)
@@ -363,18 +377,18 @@ def test_metabench_bins_and_gam(sim):
 
 @needs_engine
 def test_registered_methods_and_determinism(sim):
-    from coreval.registry import get_method
+    from coreval.methods import get_method
 
     source = sim[0]
     for name in ("p-irt", "gp-irt", "gp-irt+", "gp-irt++", "metabench", "metabench+",
                  "metabench++", "irt-bayes", "irt-bayes+", "irt-bayes++"):
         assert get_method(name).name == name
     method = get_method("irt-bayes")
-    s1 = method.selector(k=10, seed=3, coreset="random").fit(source).coreset_
-    s2 = method.selector(k=10, seed=3, coreset="random").fit(source).coreset_
+    s1 = method.make_selector(k=10, seed=3, coreset="random").fit(source).coreset_
+    s2 = method.make_selector(k=10, seed=3, coreset="random").fit(source).coreset_
     assert list(s1.indices) == list(s2.indices)
     with pytest.raises(ValidationError, match="coreset"):
-        method.selector(k=10, seed=0, coreset="nope")
+        method.make_selector(k=10, seed=0, coreset="nope")
 
 
 @needs_engine

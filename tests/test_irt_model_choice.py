@@ -10,10 +10,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from coreval.base import FitCache
 from coreval.data.matrix import ScoreMatrix
 from coreval.irt import fit
-from coreval.prediction.gp_irt import GPIRTPredictor, validation_bias
-from coreval.selection.irt_anchors import IRTAnchorSelector, resolve_irt_model
+from coreval.irt.source_fit import resolve_irt_model, validation_bias
+from coreval.prediction.gp_irt import GPIRTPredictor
+from coreval.selection.irt_anchors import IRTAnchorSelector
 
 FAST = {"dims": 1, "fit_method": "svi", "priors": "hierarchical", "num_steps": 600,
         "learning_rate": 0.1, "num_draws": 20, "seed": 0, "show_progress": False}
@@ -63,11 +65,13 @@ def test_hierarchical_guessing_prior_learns_the_benchmarks_floor(floor: float) -
 def test_gp_irt_reuses_the_selectors_choice() -> None:
     source = _guessing_matrix(seed=1)
     opts = {k: v for k, v in FAST.items() if k != "dims"}
-    selector = IRTAnchorSelector(k=12, model="auto", **opts).fit(source)
+    cache = FitCache()
+    selector = IRTAnchorSelector(k=12, model="auto", **opts).fit(source, cache=cache)
     assert selector.model_ in ("2pl", "3pl")
     assert set(selector.validation_errors_) == {"2pl", "3pl"}
     predictor = GPIRTPredictor(model="auto", **{k: v for k, v in opts.items()
-                                                if k != "seed"}).fit(source, selector.coreset_)
+                                                if k != "seed"}).fit(source, selector.coreset_,
+                                                                     cache=cache)
     assert predictor.irt_options_["model"] == selector.model_
     assert predictor.irt_fit_ is selector.fit_
     # λ's bias is the chosen model's validation error

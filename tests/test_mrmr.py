@@ -12,7 +12,7 @@ from sklearn.feature_selection import f_regression
 
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.registry import get_method
+from coreval.methods import get_method
 from coreval.selection.mrmr import MRMRSelector
 from coreval.selection.mutual_info import ksg_mi, lnc_mi, ross_mi
 
@@ -56,7 +56,7 @@ def test_incremental_greedy_equals_naive_recomputation(rng, scheme):
     source = ScoreMatrix(Y.copy())
     sel = MRMRSelector(k=10, scheme=scheme, reference_rounding=False).fit(source)
     assert sel.selected_.tolist() == _naive_mrmr(Y, 10, scheme)
-    info = sel.coreset_.info
+    info = sel.coreset_.details
     np.testing.assert_allclose(info["relevance"], ross_mi(Y, Y.mean(axis=1)), rtol=1e-12)
     assert info["scores"][0] == pytest.approx(info["relevance"][sel.selected_[0]])
     assert info["redundancy"][0] == 0.0 and (info["redundancy"] >= 0).all()
@@ -67,7 +67,7 @@ def test_relevance_scheme_orders_by_relevance_with_ties_to_lowest_index(rng):
     Y[:, 30] = Y[:, 7]  # exact duplicate: equal relevance
     sel = MRMRSelector(k=40, scheme="relevance").fit(ScoreMatrix(Y.copy()))
     order = sel.selected_.tolist()
-    rel = sel.coreset_.info["relevance"]
+    rel = sel.coreset_.details["relevance"]
     assert np.all(np.diff(rel[order]) <= 0)
     assert order.index(7) == order.index(30) - 1
     # two copies (items 12 and 35) of an item that splits the models at the median score
@@ -78,7 +78,7 @@ def test_relevance_scheme_orders_by_relevance_with_ties_to_lowest_index(rng):
     Y2[:, 12] = Y2[:, 35] = split
     for scheme in ("miq", "mid"):
         fitted = MRMRSelector(k=2, scheme=scheme).fit(ScoreMatrix(Y2.copy()))
-        picked, rel2 = fitted.selected_.tolist(), fitted.coreset_.info["relevance"]
+        picked, rel2 = fitted.selected_.tolist(), fitted.coreset_.details["relevance"]
         assert rel2[12] == rel2[35] == rel2.max()
         assert picked[0] == 12 and picked[1] != 35
 
@@ -89,7 +89,7 @@ def test_fcq_fcd_use_f_statistic_and_pearson_redundancy(rng):
     f_stat = f_regression(Y, y)[0]
     for scheme in ("fcq", "fcd"):
         sel = MRMRSelector(k=5, scheme=scheme).fit(ScoreMatrix(Y))
-        np.testing.assert_allclose(sel.coreset_.info["relevance"], f_stat, rtol=1e-10)
+        np.testing.assert_allclose(sel.coreset_.details["relevance"], f_stat, rtol=1e-10)
         first, second = sel.selected_[:2]
         assert first == np.argmax(f_stat)
         red = np.abs([stats.pearsonr(Y[:, j], Y[:, first])[0] if Y[:, j].std() > 0 else 0.0
@@ -104,7 +104,7 @@ def test_pc1_target_projects_on_first_principal_component(rng):
     sel = MRMRSelector(k=5, target="pc1").fit(ScoreMatrix(Y))
     pc1 = PCA(n_components=1).fit_transform(Y)[:, 0]
     pc1 = pc1 if np.corrcoef(pc1, Y.mean(1))[0, 1] > 0 else -pc1
-    np.testing.assert_allclose(sel.coreset_.info["relevance"], ross_mi(Y, pc1), rtol=1e-12)
+    np.testing.assert_allclose(sel.coreset_.details["relevance"], ross_mi(Y, pc1), rtol=1e-12)
 
 
 @pytest.mark.parametrize("estimator, fn", [("lnc", lnc_mi), ("ksg", ksg_mi)])
@@ -113,11 +113,11 @@ def test_continuous_scores_use_knn_estimators(rng, estimator, fn):
     Y[3, 4] = np.nan  # imputed by the column mean, as the reference code does
     sel = MRMRSelector(k=4, continuous_mi=estimator).fit(ScoreMatrix(Y))
     filled = np.where(np.isnan(Y), np.nanmean(Y, axis=0), Y)
-    np.testing.assert_allclose(sel.coreset_.info["relevance"],
+    np.testing.assert_allclose(sel.coreset_.details["relevance"],
                                fn(filled, filled.mean(axis=1), n_neighbors=5), rtol=1e-12)
     first = sel.selected_[0]
     red = fn(filled, filled[:, first], n_neighbors=5)
-    crit = sel.coreset_.info["relevance"] / (red + 1e-10)
+    crit = sel.coreset_.details["relevance"] / (red + 1e-10)
     crit[first] = -np.inf
     assert sel.selected_[1] == np.argmax(crit)
 
@@ -156,19 +156,20 @@ def test_registry_pairs_and_kernel_degree(rng):
     source = ScoreMatrix(_binary_matrix(rng, n_models=40, n_items=30))
     for name in ("mrmr", "mrmr+", "mrmr++"):
         method = get_method(name)
-        selector = method.selector(k=5, seed=0, scheme="mid")
+        selector = method.make_selector(k=5, seed=0, scheme="mid")
         assert isinstance(selector, MRMRSelector) and selector.scheme == "mid"
     pytest.importorskip("coreval.prediction.ridge")
-    assert get_method("mrmr++").predictor(seed=0).degree == 2
-    assert get_method("mrmr++").predictor(seed=0, d=3).degree == 3
+    assert get_method("mrmr++").make_predictor(seed=0).degree == 2
+    assert get_method("mrmr++").make_predictor(seed=0, degree=3).degree == 3
     with pytest.raises(ValidationError, match="degree"):
-        get_method("mrmr++").predictor(seed=0, d=5)
-    coreset = get_method("mrmr+").selector(k=5).fit(source).coreset_
-    pred = get_method("mrmr+").predictor(interval="none").fit(source, coreset)
+        get_method("mrmr++").make_predictor(seed=0, degree=0).fit(
+            source, get_method("mrmr").make_selector(k=5).fit(source).coreset_)
+    coreset = get_method("mrmr+").make_selector(k=5).fit(source).coreset_
+    pred = get_method("mrmr+").make_predictor(interval="none").fit(source, coreset)
     assert pred.predict(source.values[:, coreset.indices]).mean.shape == (40,)
     pytest.importorskip("coreval.prediction.mean")
     responses = source.values[:, coreset.indices]
-    plain = get_method("mrmr").predictor().fit(source, coreset).predict(responses)
+    plain = get_method("mrmr").make_predictor().fit(source, coreset).predict(responses)
     np.testing.assert_allclose(plain.mean, responses.mean(axis=1))
 
 
@@ -265,10 +266,10 @@ def test_mrmr_refits_match_reference_rmse_and_tau(load_shared, anchors_dir, data
     for seed in range(5):
         split = splits[dataset][str(seed)]
         source, target = matrix.take(split["train"]), matrix.take(split["test"])
-        coreset = get_method("mrmr+").selector(k=k, seed=seed).fit(source).coreset_
+        coreset = get_method("mrmr+").make_selector(k=k, seed=seed).fit(source).coreset_
         truth = target.values.mean(axis=1)
         for name in ours:
-            pred = get_method(name).predictor(seed=seed, interval="none").fit(source, coreset)
+            pred = get_method(name).make_predictor(seed=seed, interval="none").fit(source, coreset)
             est = pred.predict(target.values[:, coreset.indices]).mean
             rmse = float(np.sqrt(np.mean((est - truth) ** 2)))
             ours[name].append((rmse, stats.kendalltau(est, truth)[0]))

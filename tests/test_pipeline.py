@@ -8,8 +8,8 @@ from sklearn.model_selection import KFold
 
 from coreval.data import make_split, simulate
 from coreval.errors import ValidationError
+from coreval.methods import get_method
 from coreval.pipeline import fit_method
-from coreval.registry import get_method
 
 
 def _coverage(fitted, target) -> float:
@@ -27,8 +27,8 @@ def test_cv_residuals_equal_a_manual_refit_of_the_whole_pipeline():
     expected = np.empty(30)
     for train, held in KFold(5, shuffle=True, random_state=2).split(np.arange(30)):
         sub = source.take(train)
-        sel = method.selector(k=8, seed=2).fit(sub)
-        pred = method.predictor(seed=2).fit(sub, sel.coreset_)
+        sel = method.make_selector(k=8, seed=2).fit(sub)
+        pred = method.make_predictor(seed=2).fit(sub, sel.coreset_)
         expected[held] = np.abs(y[held] - pred.predict(
             source.values[np.ix_(held, sel.coreset_.indices)]).mean)
     np.testing.assert_allclose(fitted.cv_residuals, expected)

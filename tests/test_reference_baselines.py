@@ -16,7 +16,7 @@ import pytest
 from scipy.stats import kendalltau
 
 import coreval
-from coreval.selection.base import resolve_budget
+from coreval.base import resolve_budget
 
 pytestmark = pytest.mark.shared
 
@@ -53,9 +53,10 @@ def test_baselines_match_reference(dataset, reference, load_shared):
         truth = target.summary_scores()
         for name in METHODS:
             method = coreval.get_method(name)
-            selector = method.selector(k=k, seed=seed).fit(source)
-            predictor = method.predictor(seed=seed, interval="none").fit(source,
-                                                                          selector.coreset_)
+            selector = method.make_selector(k=k, seed=seed).fit(source)
+            no_interval = {"interval": "none"} if "interval" in method.accepted_options() else {}
+            predictor = method.make_predictor(seed=seed, **no_interval).fit(source,
+                                                                            selector.coreset_)
             pred = predictor.predict(target.values[:, selector.selected_]).mean
             rmse = float(np.sqrt(np.mean((pred - truth) ** 2)))
             ours[name].append((rmse, kendalltau(truth, pred).statistic))

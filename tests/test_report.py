@@ -15,11 +15,11 @@ import pytest
 from scipy.special import expit
 from scipy.stats import norm
 
+import coreval
+from coreval.base import Prediction
 from coreval.data import simulate
 from coreval.errors import ValidationError
 from coreval.irt import IRTFit
-from coreval.prediction.base import Prediction
-from coreval.prediction.ridge import RidgePredictor
 from coreval.report import (
     calibration_runs,
     coreset_difficulty,
@@ -37,7 +37,6 @@ from coreval.report import (
 )
 from coreval.report import irt_plots as ip
 from coreval.report.calibration import intervals_from_draws, intervals_from_normal
-from coreval.selection.base import Coreset
 
 
 def _png(ax) -> bytes:
@@ -79,10 +78,10 @@ def test_predict_levels_reruns_predictor_and_restores_level():
     sim = simulate(80, 60, seed=3)
     m = sim.matrix
     src, tgt = m.take(np.arange(60)), m.take(np.arange(60, 80))
-    cs = Coreset.from_indices(src, np.arange(0, 60, 4), method="test")
-    pred = RidgePredictor(level=0.9).fit(src, cs)
+    fitted = coreval.select(src, "random+", 15, seed=0)
+    pred, cs = fitted.predictor, fitted.coreset
     x = tgt.values[:, cs.indices]
-    out = predict_levels(pred, x, (0.5, 0.8, 0.9))
+    out = predict_levels(fitted, x, (0.5, 0.8, 0.9))
     assert pred.level == 0.9
     base = pred.predict(x)
     np.testing.assert_allclose(out[0.9].lower, base.lower)
@@ -90,6 +89,19 @@ def test_predict_levels_reruns_predictor_and_restores_level():
     # nested intervals: higher level, wider
     assert np.all(out[0.5].width <= out[0.8].width + 1e-12)
     assert np.all(out[0.8].width <= out[0.9].width + 1e-12)
+
+
+def test_predict_levels_keeps_cv_calibration():
+    """calibration="cv" intervals are the ones reported at every level (not the predictor's)."""
+    sim = simulate(80, 60, seed=3)
+    m = sim.matrix
+    src, tgt = m.take(np.arange(60)), m.take(np.arange(60, 80))
+    fitted = coreval.select(src, "random+", 15, seed=0, calibration="cv", folds=5)
+    x = tgt.values[:, fitted.coreset.indices]
+    out = predict_levels(fitted, x, (0.5, 0.9))
+    assert {p.interval for p in out.values()} == {"cv-residual"}
+    np.testing.assert_allclose(out[0.9].lower, fitted.predict_array(x).lower)
+    assert np.all(out[0.5].width <= out[0.9].width + 1e-12)
 
 
 def test_coverage_table_counts():

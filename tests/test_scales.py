@@ -8,16 +8,12 @@ import pytest
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
+from coreval.data.item_features import drop_constant, impute_annotations
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.methods import get_method
 from coreval.prediction.item_centric import ScalesPredictor, logistic_fits
-from coreval.registry import get_method
-from coreval.selection.item_centric import (
-    ScalesLiteSelector,
-    ScalesSelector,
-    drop_constant,
-    impute_annotations,
-)
+from coreval.selection.item_centric import ScalesLiteSelector, ScalesSelector
 from coreval.selection.random import RandomSelector
 
 
@@ -41,9 +37,9 @@ def demand_matrix(rng, n_models=30, n_items=400, n_scales=4):
 def test_selector_is_cold_start_and_weights_are_cluster_shares(rng):
     M, _ = demand_matrix(rng)
     sel = ScalesSelector(k=12, reducer="none", seed=0).fit(M)
-    assert sel.coreset_.info["uses_source_models"] is False
+    assert sel.coreset_.uses_source_models is False
     assert ScalesSelector.uses_source_models is False
-    sizes = sel.coreset_.info["cluster_sizes"]
+    sizes = sel.coreset_.details["cluster_sizes"]
     np.testing.assert_allclose(sel.weights_, sizes / M.n_items)
     assert sizes.sum() == M.n_items
     # scores are never read: a matrix with scrambled scores gives the same items
@@ -59,7 +55,7 @@ def test_umap_selection_is_seeded_and_valid(rng):
     a = ScalesSelector(k=6, seed=3, n_neighbors=10).fit(M)
     b = ScalesSelector(k=6, seed=3, n_neighbors=10).fit(M)
     np.testing.assert_array_equal(a.selected_, b.selected_)
-    assert a.coreset_.info["reduced"].shape == (150, 3)
+    assert a.coreset_.details["reduced"].shape == (150, 3)
     assert len(np.unique(a.selected_)) == 6
 
 
@@ -135,17 +131,17 @@ def test_lite_imputes_annotations_from_embeddings(rng):
         meta[f"emb_{j}"] = E[:, j]
     L = ScoreMatrix(M.values, items=M.items, item_meta=meta)
     method = get_method("scales-lite")
-    sel = method.selector(k=8, seed=0, reducer="none").fit(L)
+    sel = method.make_selector(k=8, seed=0, reducer="none").fit(L)
     assert isinstance(sel, ScalesLiteSelector)
-    pred = method.predictor().fit(L, sel.coreset_).predict(L.values[:, sel.selected_])
+    pred = method.make_predictor().fit(L, sel.coreset_).predict(L.values[:, sel.selected_])
     assert np.all((pred.lower <= pred.mean) & (pred.mean <= pred.upper))
 
 
 def test_registered_method_and_errors(rng):
     M, _ = demand_matrix(rng, n_items=100)
     method = get_method("scales")
-    sel = method.selector(k=5, seed=0, reducer="none").fit(M)
-    pred = method.predictor().fit(M, sel.coreset_).predict(M.values[:3, sel.selected_])
+    sel = method.make_selector(k=5, seed=0, reducer="none").fit(M)
+    pred = method.make_predictor().fit(M, sel.coreset_).predict(M.values[:3, sel.selected_])
     assert pred.mean.shape == (3,)
     bare = ScoreMatrix(M.values)
     with pytest.raises(ValidationError, match="no item features"):

@@ -9,10 +9,10 @@ from sklearn.linear_model import Ridge
 
 from coreval import select
 from coreval.api import FittedMethod
+from coreval.base import Prediction, Predictor
 from coreval.data import ScoreMatrix, simulate
 from coreval.errors import ValidationError
-from coreval.prediction.base import Prediction, Predictor
-from coreval.registry import Method
+from coreval.methods import Component, Method
 from coreval.report.score_card import (
     beat_probabilities,
     rank_interval,
@@ -130,7 +130,8 @@ def test_score_card_uses_posterior_draws(data):
     _, src, tgt = data
     sel = RandomSelector(k=40, seed=0).fit(src)
     pred = _NormalDraws().fit(src, sel.coreset_)
-    fitted = FittedMethod(Method("normal-draws", None, None), sel, pred, sel.coreset_)
+    fitted = FittedMethod(Method("normal-draws", Component(RandomSelector), Component(_NormalDraws)),
+                          sel, pred, sel.coreset_)
     x = tgt.values[0, sel.coreset_.indices]
     card = score_card(src, x, fitted=fitted)
     assert card.uncertainty == "posterior draws"

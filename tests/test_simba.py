@@ -11,9 +11,10 @@ from scipy.spatial import distance
 
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.methods import available_methods, get_method
 from coreval.prediction.simba import SimbaPredictor
-from coreval.registry import available_methods, get_method
-from coreval.selection.simba import (
+from coreval.selection.simba_selector import SimbaSelector
+from coreval.simba import (
     SimbaNormaliser,
     classify_pair,
     coverage,
@@ -30,8 +31,7 @@ from coreval.selection.simba import (
     stalk,
     stalk_summary,
 )
-from coreval.selection.simba.prowl import proxy_coverage_order
-from coreval.selection.simba_selector import SimbaSelector
+from coreval.simba.prowl import proxy_coverage_order
 
 MEASURES = ["pearson", "spearman", "kendall", "cosine", "manhattan", "euclidean", "minkowski",
             "wasserstein", "jensenshannon"]
@@ -249,9 +249,9 @@ def test_registered_methods():
     names = [n for n in available_methods("impute") if n.startswith("simba-")]
     assert sorted(names) == sorted(f"simba-{m}" for m in MEASURES)
     method = get_method("simba-kendall")
-    sel = method.selector(k=3, seed=0)
+    sel = method.make_selector(k=3, seed=0)
     assert isinstance(sel, SimbaSelector) and sel.similarity == "kendall"
-    pred = method.predictor(seed=0, predictor="knn")
+    pred = method.make_predictor(seed=0, predictor="knn")
     assert isinstance(pred, SimbaPredictor) and pred.predictor == "knn"
 
 
@@ -266,7 +266,7 @@ def test_selector_predictor_native_units_and_conformal_coverage():
     source = ScoreMatrix(y[:200], items=ids, level="benchmark")
     target = y[200:]
     sel = SimbaSelector(2, similarity="pearson").fit(source)
-    assert len(sel.coreset_) == 2 and len(sel.coreset_.info["coverage"]) == 2
+    assert len(sel.coreset_) == 2 and len(sel.coreset_.details["coverage"]) == 2
     pred = SimbaPredictor(level=0.9, seed=0).fit(source, sel.coreset_)
     out = pred.predict(target[:, sel.selected_])
     assert out.mean.shape == (200, d) and out.interval == "split-conformal"

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from coreval.errors import ValidationError
+from coreval.gaussian.diagnostics import eigenvalue_tail
+from coreval.gaussian.greedy import greedy_entropy, greedy_mi, residual_variance
 from coreval.report.plots import plot_spectral_diagnostic
-from coreval.selection.gaussian.diagnostics import eigenvalue_tail
-from coreval.selection.gaussian.greedy import greedy_entropy, greedy_mi, residual_variance
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -5,20 +5,27 @@ predict its full scores with intervals, from the per-item results of models
 that were already evaluated.
 """
 
+from coreval._version import __version__
 from coreval.api import FittedMethod, select
+from coreval.base import Coreset, FitCache, Prediction, Predictor, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import CorevalError, UnknownMethodError, ValidationError
-from coreval.prediction.base import Prediction, Predictor
-from coreval.registry import Method, available_methods, get_method, register_method
-from coreval.selection.base import Coreset, Selector
-
-__version__ = "0.1.0"
+from coreval.methods import (
+    Method,
+    OptionError,
+    available_methods,
+    declare,
+    get_method,
+    register_method,
+)
 
 __all__ = [
     "Coreset",
     "CorevalError",
+    "FitCache",
     "FittedMethod",
     "Method",
+    "OptionError",
     "Prediction",
     "Predictor",
     "ScoreMatrix",
@@ -27,6 +34,7 @@ __all__ = [
     "ValidationError",
     "__version__",
     "available_methods",
+    "declare",
     "get_method",
     "register_method",
     "select",

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from coreval.base import resolve_budget
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.methods import get_method
 from coreval.pipeline import Calibration, FittedMethod, fit_method
-from coreval.registry import get_method
-from coreval.selection.base import resolve_budget
 
 __all__ = ["FittedMethod", "select"]
 

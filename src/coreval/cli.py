@@ -6,6 +6,7 @@ for bad input.
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import os
@@ -63,6 +64,26 @@ def _budgets(value: str) -> list[float]:
         except ValueError:
             raise CorevalError(f"budget {v!r} is not a number") from None
     return out
+
+
+def _options(pairs: list[str] | None) -> dict[str, object]:
+    """``["degree=3", "scheme=mid"]`` → ``{"degree": 3, "scheme": "mid"}`` (Python literals or text)."""
+    out: dict[str, object] = {}
+    for pair in pairs or []:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise CorevalError(f"--option takes KEY=VALUE, got {pair!r}")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text
+        out[key.strip()] = value
+    return out
+
+
+OptionsOpt = Annotated[list[str] | None, typer.Option(
+    "--option", "-o", help="Method option KEY=VALUE, repeatable (e.g. -o degree=3); "
+    "an option the method does not accept is an error listing the accepted ones.")]
 
 
 def _read_responses(path: Path):
@@ -150,6 +171,7 @@ def compare(
         "out-of-fold residuals with the selection redone in each fold).")] = "native",
     scheduler: Annotated[str | None, typer.Option(
         help="dask.distributed scheduler ADDRESS; runs the grid on that cluster.")] = None,
+    option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
     """Run a grid of datasets × methods × budgets × source sizes × seeds.
@@ -175,8 +197,8 @@ def compare(
     df = run_grid(matrices, _csv_list(methods), _budgets(budget), n_source=n_source,
                   seeds=seed_list, split=split, folds=folds, holdout=holdout, out=out,
                   n_jobs=n_jobs, scheduler=scheduler,
-                  method_options=None if calibration == "native" else
-                  {m: {"calibration": calibration} for m in _csv_list(methods)})
+                  method_options={m: {**_options(option), "calibration": calibration}
+                                  for m in dict.fromkeys(_csv_list(methods))})
     typer.echo(format_summary(df))
     typer.echo(f"wrote {out}")
 
@@ -189,6 +211,7 @@ def select_cmd(
     budget: Annotated[float, typer.Option(help="Fraction (<1) or count (>=1).")] = 0.1,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     out: Annotated[Path | None, typer.Option(help="CSV to write (item, position, weight).")] = None,
+    option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
     """Choose which items (or benchmarks) to run on a new model.
@@ -199,7 +222,7 @@ def select_cmd(
 
     from coreval.api import select
 
-    fitted = select(_load(data, data_dir), method, budget, seed=seed)
+    fitted = select(_load(data, data_dir), method, budget, seed=seed, **_options(option))
     cs = fitted.coreset
     table = pd.DataFrame({"item": cs.items, "position": cs.indices,
                           "weight": cs.weights if cs.weights is not None else float("nan")})
@@ -223,6 +246,7 @@ def predict_cmd(
     calibration: Annotated[str, typer.Option(
         help="Intervals: 'native' (the predictor's own) or 'cv' (split conformal on "
         "out-of-fold residuals with the selection redone in each fold).")] = "native",
+    option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
     """Predict a new model's full score (with a 90% interval) from its coreset responses.
@@ -233,7 +257,8 @@ def predict_cmd(
     from coreval.api import select
 
     series = _read_responses(responses)
-    fitted = select(_load(data, data_dir), method, budget, seed=seed, calibration=calibration)
+    fitted = select(_load(data, data_dir), method, budget, seed=seed, calibration=calibration,
+                    **_options(option))
     pred = fitted.predict(series)
     result = {"method": method, "k": len(fitted.coreset), "score": float(pred.mean.ravel()[0]),
               "lower": float(pred.lower.ravel()[0]), "upper": float(pred.upper.ravel()[0]),

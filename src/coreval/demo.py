@@ -15,7 +15,7 @@ import numpy as np
 
 from coreval._atomic import write_atomic, write_text_atomic
 from coreval.errors import UnknownMethodError
-from coreval.registry import get_method
+from coreval.methods import get_method
 
 
 def run_demo(*, out: Path, methods: Sequence[str], budget: float = 0.1,
@@ -25,11 +25,12 @@ def run_demo(*, out: Path, methods: Sequence[str], budget: float = 0.1,
     import matplotlib
 
     matplotlib.use("Agg")
+    from coreval.base import resolve_budget
     from coreval.data.simulate import simulate
     from coreval.data.splits import make_split
     from coreval.harness import format_summary, run_grid
+    from coreval.pipeline import fit_method
     from coreval.report.plots import plot_true_vs_predicted_grid
-    from coreval.selection.base import resolve_budget
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -60,9 +61,8 @@ def run_demo(*, out: Path, methods: Sequence[str], budget: float = 0.1,
         m = get_method(name)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            selector = m.selector(k=k, seed=int(seeds[0])).fit(source)
-            predictor = m.predictor(seed=int(seeds[0])).fit(source, selector.coreset_)
-            predictions[name] = predictor.predict(target.values[:, selector.coreset_.indices])
+            fitted = fit_method(m, source, k, seed=int(seeds[0]))
+            predictions[name] = fitted.predict_array(target.values[:, fitted.coreset.indices])
     fig = plot_true_vs_predicted_grid(truth, predictions)
     fig.suptitle(f"Held-out models, k = {k} of {matrix.n_items} items (seed {seeds[0]})",
                  fontsize=10)

@@ -27,16 +27,32 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import KFold
 
+from coreval.base import (
+    Coreset,
+    FitCache,
+    FoldRefit,
+    Prediction,
+    Predictor,
+    Selector,
+    out_of_fold,
+)
+from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError, preview
-from coreval.prediction.base import Prediction, Predictor
-from coreval.prediction.conformal import split_conformal_interval
-from coreval.registry import Method
-from coreval.selection.base import Coreset, Selector
+from coreval.methods.registry import Method
 
 Calibration = Literal["native", "cv"]
+#: Keywords of :func:`fit_method` itself, accepted beside a method's own options.
+PIPELINE_OPTIONS: tuple[str, ...] = ("calibration", "folds")
+
+
+def check_options(method: Method, options: dict[str, Any]) -> None:
+    """Raise before any work when ``options`` has an unknown option or calibration."""
+    calibration = options.get("calibration", "native")
+    if calibration not in ("native", "cv"):
+        raise ValidationError(f"calibration must be 'native' or 'cv', got {calibration!r}")
+    method.route({k: v for k, v in options.items() if k not in PIPELINE_OPTIONS})
 
 
 @dataclass
@@ -96,20 +112,55 @@ class FittedMethod:
         """Predict the full score(s) of new model(s) from their coreset responses."""
         return self.predict_array(self.responses_from(responses))
 
-    def predict_array(self, x: np.ndarray) -> Prediction:
-        """Predict from responses on the coreset columns (array, coreset order)."""
+    def predict_array(self, x: np.ndarray, level: float | None = None) -> Prediction:
+        """Predict from responses on the coreset columns (array, coreset order).
+
+        ``level`` asks for an interval at another nominal level than the
+        predictor's own (see :meth:`predict_levels`).
+        """
+        if level is not None:
+            return self.predict_levels(x, [level])[float(level)]
         pred = self.predictor.predict(x)
         if self.calibration == "native":
             return pred
-        lower, upper = split_conformal_interval(pred.mean, self.cv_residuals, pred.level)
+        return self._cv_interval(pred, pred.level)
+
+    def predict_levels(self, x: np.ndarray, levels) -> dict[float, Prediction]:
+        """Predictions with intervals at several nominal levels (calibration reports).
+
+        The interval at each level is made the way this method makes its own:
+        split conformal on the out-of-fold residuals (``calibration="cv"``),
+        quantiles of the posterior draws, the predictor re-run with
+        ``set_params(level=...)``, or else a normal approximation
+        (:meth:`coreval.base.Prediction.at_level`).
+        """
+        levels = [float(v) for v in levels]
+        base = self.predictor.predict(x)
+        if self.calibration == "cv":
+            return {lv: self._cv_interval(base, lv) for lv in levels}
+        if base.draws is not None or "level" not in self.predictor.get_params(deep=False):
+            return {lv: base.at_level(lv) for lv in levels}
+        original = self.predictor.get_params(deep=False)["level"]
+        try:
+            out = {}
+            for lv in levels:
+                self.predictor.set_params(level=lv)
+                out[lv] = self.predictor.predict(x)
+            return out
+        finally:
+            self.predictor.set_params(level=original)
+
+    def _cv_interval(self, pred: Prediction, level: float) -> Prediction:
+        lower, upper = split_conformal_interval(pred.mean, self.cv_residuals, level)
         if self.clip01:
             lower, upper = np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
-        return replace(pred, lower=lower, upper=upper, interval="cv-residual", draws=None)
+        return replace(pred, lower=lower, upper=upper, level=level, interval="cv-residual",
+                       draws=None)
 
 
 def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
                calibration: Calibration = "native", folds: int = 10,
-               **options: Any) -> FittedMethod:
+               cache: FitCache | None = None, **options: Any) -> FittedMethod:
     """Fit ``method``'s selector (k columns) and predictor on ``source``.
 
     Parameters
@@ -128,41 +179,49 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
         included (``folds``-fold over source models; module docstring).
     folds : int
         Number of folds for ``calibration="cv"`` (at most the number of sources).
+    cache : FitCache, optional
+        Shared by the selector and the predictor (and every fold), so that a fit
+        both need is made once; a new one is made when not given. A harness
+        worker passes one per split so that several budgets share the IRT fit.
     **options
-        Method options passed to the selector and predictor factories.
+        Method options, routed to the selector and the predictor
+        (:meth:`coreval.methods.Method.route`; an unknown option is an error).
     """
     if calibration not in ("native", "cv"):
         raise ValidationError(f"calibration must be 'native' or 'cv', got {calibration!r}")
+    if calibration == "cv" and method.task != "score":
+        raise ValidationError(
+            f"calibration='cv' supports score methods only; {method.name!r} imputes columns")
+    method.route(options)  # option errors before any work
+    cache = FitCache() if cache is None else cache
+    refit = fold_refit(method, k, seed=seed, cache=cache, options=options)
     t0 = time.perf_counter()
-    selector = method.selector(k=k, seed=seed, **options).fit(source)
+    selector = method.make_selector(k=k, seed=seed, **options).fit(source, cache=cache)
     t1 = time.perf_counter()
-    predictor = method.predictor(seed=seed, **options).fit(source, selector.coreset_)
+    predictor = method.make_predictor(seed=seed, **options).fit(
+        source, selector.coreset_, cache=cache, refit=refit)
     residuals = None
     if calibration == "cv":
-        residuals = _cv_residuals(method, source, k, seed=seed, folds=folds, options=options)
+        oof = out_of_fold(source, refit, folds=folds, seed=seed, desc=f"{method.name} CV")
+        residuals = np.abs(oof.residuals)
     t2 = time.perf_counter()
     return FittedMethod(method, selector, predictor, selector.coreset_,
                         seconds={"select": t1 - t0, "fit": t2 - t1}, calibration=calibration,
                         cv_residuals=residuals, clip01=source.is_binary)
 
 
-def _cv_residuals(method: Method, source: ScoreMatrix, k: int, *, seed: int, folds: int,
-                  options: dict[str, Any]) -> np.ndarray:
-    """Out-of-fold |y - ŷ| with selection and fit redone inside every fold."""
-    if method.task != "score":
-        raise ValidationError(
-            f"calibration='cv' supports score methods only; {method.name!r} imputes columns")
-    n = source.n_models
-    folds = min(int(folds), n)
-    if folds < 2:
-        raise ValidationError(f"calibration='cv' needs at least 2 source models, got {n}")
-    y = source.summary_scores()
-    residuals = np.full(n, np.nan)
-    splitter = KFold(n_splits=folds, shuffle=True, random_state=seed)
-    for train, held in splitter.split(np.arange(n)):
-        sub = source.take(train)
-        sel = method.selector(k=min(k, sub.n_items), seed=seed, **options).fit(sub)
-        pred = method.predictor(seed=seed, **options).fit(sub, sel.coreset_)
-        x = source.values[np.ix_(held, sel.coreset_.indices)]
-        residuals[held] = np.abs(y[held] - pred.predict(x).mean)
-    return residuals
+def fold_refit(method: Method, k: int, *, seed: int, cache: FitCache | None,
+               options: dict[str, Any]) -> FoldRefit:
+    """``refit(sub, **params)``: the whole method, selection included, fitted on ``sub``.
+
+    ``params`` override predictor parameters (e.g. irt-bayes' misfit term is
+    estimated from fold fits without it). This is the function every
+    out-of-fold estimate uses (:func:`coreval.base.out_of_fold`).
+    """
+    def refit(sub: ScoreMatrix, **params: Any) -> tuple[Coreset, Predictor]:
+        selector = method.make_selector(k=min(k, sub.n_items), seed=seed, **options)
+        coreset = selector.fit(sub, cache=cache).coreset_
+        predictor = method.make_predictor(seed=seed, **options).set_params(**params)
+        return coreset, predictor.fit(sub, coreset, cache=cache, refit=refit)
+
+    return refit

@@ -205,16 +205,36 @@ def _family_labels(matrix: ScoreMatrix) -> np.ndarray:
     return np.asarray(fam).astype(str)
 
 
+def family_folds(families: np.ndarray, targets: np.ndarray | None = None
+                 ) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Leave-one-family-out folds: ``(family, other positions, target positions)``.
+
+    Parameters
+    ----------
+    families : ndarray of str
+        The family of each model.
+    targets : bool ndarray, optional
+        Which models are evaluated (default: all). Only families with a target
+        get a fold.
+
+    Returns
+    -------
+    list of (family, others, targets)
+        ``others`` are all models outside the family, ``targets`` its evaluated models.
+    """
+    fam = np.asarray(families).astype(str)
+    is_target = np.ones(len(fam), bool) if targets is None else np.asarray(targets, bool)
+    return [(str(f), np.flatnonzero(fam != f), np.flatnonzero((fam == f) & is_target))
+            for f in np.unique(fam[is_target]).tolist()]
+
+
 def _lofo(matrix: ScoreMatrix, seed: int, n_source: int | None) -> list[Split]:
     """One split per family: target = that family, source = the other models (or a subsample)."""
     fam = _family_labels(matrix)
-    labels = np.unique(fam)
-    if len(labels) < 2:
-        raise ValidationError(f"lofo split needs at least 2 families, got {len(labels)}")
+    if len(np.unique(fam)) < 2:
+        raise ValidationError(f"lofo split needs at least 2 families, got {len(np.unique(fam))}")
     out = []
-    for i, label in enumerate(labels.tolist()):
-        target = np.flatnonzero(fam == label)
-        others = np.flatnonzero(fam != label)
+    for i, (label, others, target) in enumerate(family_folds(fam)):
         if n_source is not None:
             if n_source > len(others):
                 raise ValidationError(

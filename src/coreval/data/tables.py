@@ -286,13 +286,3 @@ def write_table(matrix: ScoreMatrix, path: str | os.PathLike, *,
         return write_atomic(path, lambda tmp: frame.to_csv(tmp, index=False,
                                                            float_format="%.17g"))
     return write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
-
-
-def write_wide(matrix: ScoreMatrix, path: str | os.PathLike) -> Path:
-    """Write ``matrix`` as a wide CSV/Parquet table (atomic)."""
-    return write_table(matrix, path, layout="wide")
-
-
-def write_long(matrix: ScoreMatrix, path: str | os.PathLike) -> Path:
-    """Write ``matrix`` as a long CSV/Parquet table (observed entries only; atomic)."""
-    return write_table(matrix, path, layout="long")

@@ -25,6 +25,7 @@ from joblib import Parallel, delayed, parallel_config
 
 from coreval._atomic import write_text_atomic
 from coreval._progress import progress_bar
+from coreval.base import FitCache, resolve_budget
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.harness.metrics import impute_metrics, score_metrics
@@ -35,9 +36,8 @@ from coreval.harness.store import (
     stable_hash,
     to_frame,
 )
-from coreval.pipeline import fit_method
-from coreval.registry import Method, get_method
-from coreval.selection.base import resolve_budget
+from coreval.methods import Method, get_method
+from coreval.pipeline import check_options, fit_method
 
 #: Nominal level of the interval columns ``coverage90`` / ``width90``.
 LEVEL = 0.9
@@ -88,7 +88,7 @@ def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
     datasets : mapping name -> ScoreMatrix
         The score matrices; the name is the ``dataset`` column.
     methods : sequence of str
-        Registered method names (:func:`coreval.registry.get_method`).
+        Registered method names (:func:`coreval.methods.registry.get_method`).
     budgets : sequence of float
         Coreset sizes: < 1 a fraction of the columns, ≥ 1 a count.
     n_source : sequence of int or None
@@ -169,6 +169,8 @@ def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
     if unknown:
         raise ValidationError(f"method_options for methods not in the grid: {unknown}")
     resolved = {name: get_method(name) for name in dict.fromkeys(methods)}
+    for name, method in resolved.items():  # option errors fail before any cell runs
+        check_options(method, options.get(name, {}))
 
     cells: list[Cell] = []
     for name, matrix in datasets.items():
@@ -242,19 +244,44 @@ def _dask_backend(scheduler: str) -> Iterator[None]:
 def _execute(todo: list[Cell], datasets: Mapping[str, ScoreMatrix],
              methods: Mapping[str, Method], *, n_jobs: int,
              scheduler: str | None) -> Iterator[dict]:
-    """Yield finished rows as cells complete (sequentially, with joblib or with dask)."""
+    """Yield finished rows as cells complete (sequentially, with joblib or with dask).
+
+    Cells that share a dataset and source rows run as one task with one
+    :class:`~coreval.base.FitCache`, so the budgets and methods of a split reuse
+    each other's IRT fits and Gaussian estimates.
+    """
     if not todo:
         return
-    tasks = (delayed(run_cell)(c, datasets[c.dataset], methods[c.method]) for c in todo)
+    groups: dict[tuple[str, str], list[Cell]] = {}
+    for c in todo:
+        groups.setdefault((c.dataset, rows_fingerprint(c.source_rows)), []).append(c)
+    if scheduler is None and n_jobs == 1:
+        for cells in groups.values():
+            yield from run_cells(cells, datasets[cells[0].dataset], methods)
+        return
+    tasks = (delayed(_run_cells_list)(cells, datasets[cells[0].dataset], methods)
+             for cells in groups.values())
     if scheduler is not None:
         with _dask_backend(scheduler):
-            yield from Parallel(n_jobs=-1 if n_jobs == 1 else n_jobs,
-                                return_as="generator_unordered")(tasks)
-    elif n_jobs == 1:
-        for c in todo:
-            yield run_cell(c, datasets[c.dataset], methods[c.method])
+            for rows in Parallel(n_jobs=-1 if n_jobs == 1 else n_jobs,
+                                 return_as="generator_unordered")(tasks):
+                yield from rows
     else:
-        yield from Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks)
+        for rows in Parallel(n_jobs=n_jobs, return_as="generator_unordered")(tasks):
+            yield from rows
+
+
+def run_cells(cells: Sequence[Cell], matrix: ScoreMatrix,
+              methods: Mapping[str, Method]) -> Iterator[dict]:
+    """Run cells of one split with one shared fit cache, yielding each row when done."""
+    cache = FitCache()
+    for c in cells:
+        yield run_cell(c, matrix, methods[c.method], cache=cache)
+
+
+def _run_cells_list(cells: Sequence[Cell], matrix: ScoreMatrix,
+                    methods: Mapping[str, Method]) -> list[dict]:
+    return list(run_cells(cells, matrix, methods))
 
 
 def _one_line(exc: BaseException) -> str:
@@ -262,8 +289,12 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg[0] if msg else ''}".rstrip(": ")
 
 
-def run_cell(cell: Cell, matrix: ScoreMatrix, method: Method) -> dict:
-    """Compute one cell and return its row (errors are recorded, never raised)."""
+def run_cell(cell: Cell, matrix: ScoreMatrix, method: Method, *,
+             cache: FitCache | None = None) -> dict:
+    """Compute one cell and return its row (errors are recorded, never raised).
+
+    ``cache`` is shared with the other cells of the same split (see :func:`run_cells`).
+    """
     nan = float("nan")
     row: dict[str, Any] = {
         "dataset": cell.dataset, "method": cell.method, "split": cell.split,
@@ -282,13 +313,13 @@ def run_cell(cell: Cell, matrix: ScoreMatrix, method: Method) -> dict:
     try:
         source = matrix.take(cell.source_rows)
         target = matrix.take(cell.target_rows)
-        fitted = fit_method(method, source, cell.k, seed=cell.seed, **cell.options)
+        fitted = fit_method(method, source, cell.k, seed=cell.seed, cache=cache,
+                            **cell.options)
         row["seconds_select"] = fitted.seconds["select"]
         row["seconds_fit"] = fitted.seconds["fit"]
         coreset = fitted.coreset
         row["coreset"] = [str(i) for i in coreset.items]
-        row["uses_source_models"] = bool(coreset.info.get(
-            "uses_source_models", getattr(fitted.selector, "uses_source_models", True)))
+        row["uses_source_models"] = bool(coreset.uses_source_models)
         t0 = time.perf_counter()
         pred = fitted.predict_array(target.values[:, coreset.indices])
         row["seconds_predict"] = time.perf_counter() - t0

@@ -36,6 +36,7 @@ import numpy as np
 from scipy import stats
 
 from coreval.errors import ValidationError
+from coreval.gaussian.standardize import fit_standardization
 
 #: Clip of true standardised test values in the impute task (benchmark-selection §6).
 Z_CLIP = 10.0
@@ -266,18 +267,14 @@ class Standardizer:
 
         ``mean_j`` is the mean of the observed source entries of column j (0 when
         none), ``var_j`` their ddof-1 variance (divisor ``max(n_j - 1, 1)``) and
-        ``std_j = sqrt(max(var_j, (0.01 (|mean_j| + 1))²))``.
+        ``std_j = sqrt(max(var_j, (0.01 (|mean_j| + 1))²))``; the engine's
+        :func:`coreval.gaussian.standardize.fit_standardization`, with ±inf as missing.
         """
         y = np.asarray(source_values, dtype=float)
         if y.ndim != 2:
             raise ValidationError(f"source values must be 2-D, got shape {y.shape}")
-        obs = np.isfinite(y)
-        yz = np.where(obs, y, 0.0)
-        cnt = obs.sum(axis=0)
-        mean = yz.sum(axis=0) / np.maximum(cnt, 1)
-        var = (np.where(obs, y - mean, 0.0) ** 2).sum(axis=0) / np.maximum(cnt - 1, 1)
-        floor = STD_FLOOR * (np.abs(mean) + 1.0)
-        return cls(mean=mean, std=np.sqrt(np.maximum(var, floor ** 2)))
+        fitted = fit_standardization(np.where(np.isfinite(y), y, np.nan), floor=STD_FLOOR)
+        return cls(mean=fitted.mean, std=fitted.std)
 
     def transform(self, values) -> np.ndarray:
         """``(values - mean) / std`` column-wise (NaN stays NaN)."""

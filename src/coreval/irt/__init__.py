@@ -7,11 +7,30 @@
 Models (:mod:`coreval.irt.models`): ``"1pl"``, ``"2pl"``, ``"3pl"``, ``"beta"``,
 ``"lego"``, ``"hetero"``, ``"beta3"``. Inference: ``"map"`` (with a Laplace
 approximation), ``"svi"``, ``"nuts"``, ``"mml"``.
+
+The exports below are imported on first use (PEP 562), so that the estimators
+can import the engine's light modules (:mod:`coreval.irt.logistic`,
+:mod:`coreval.irt.source_fit`) without loading JAX.
 """
 
-from coreval.irt import models
-from coreval.irt.inference import fit
-from coreval.irt.result import IRTFit
-from coreval.irt.scoring import AbilityPosterior, score_new_model
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "AbilityPosterior": "coreval.irt.scoring",
+    "IRTFit": "coreval.irt.result",
+    "fit": "coreval.irt.inference",
+    "score_new_model": "coreval.irt.scoring",
+}
 
 __all__ = ["AbilityPosterior", "IRTFit", "fit", "models", "score_new_model"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "models":
+        return importlib.import_module("coreval.irt.models")
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'coreval.irt' has no attribute {name!r}")

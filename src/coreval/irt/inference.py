@@ -767,7 +767,7 @@ def _nuts_diagnostics(idata: az.InferenceData) -> dict[str, Any]:
 
 
 def _card(name, method, dims, priors, data: IRTData, diag, link, settings) -> dict[str, Any]:
-    from coreval import __version__
+    from coreval._version import __version__
 
     return {
         "model": name, "method": method, "dims": dims, "priors": priors, "link": link,

@@ -49,16 +49,7 @@ import numpyro.distributions as dist
 from numpyro.distributions.transforms import SigmoidTransform
 
 from coreval.irt import priors as _priors
-
-#: Model names accepted by :func:`coreval.irt.fit`.
-MODELS: tuple[str, ...] = ("1pl", "2pl", "3pl", "beta", "lego", "hetero", "beta3")
-#: Models for 0/1 responses.
-BINARY_MODELS: frozenset[str] = frozenset({"1pl", "2pl", "3pl"})
-#: Models that only exist with one latent dimension.
-ONE_DIM_MODELS: frozenset[str] = frozenset({"1pl", "beta3"})
-#: Per-model nuisance parameter of each continuous model (fixed at the population median
-#: when scoring a new model).
-NUISANCE: dict[str, str] = {"lego": "sigma", "hetero": "k"}
+from coreval.irt.names import BINARY_MODELS, MODELS, NUISANCE, ONE_DIM_MODELS  # noqa: F401
 
 BETA_EPS = 1e-6
 HETERO_EPS = 1e-8

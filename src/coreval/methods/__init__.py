@@ -1,5 +1,27 @@
-"""Built-in method families; importing a module registers its methods.
+"""Methods: declarations pairing a selector with a predictor under the papers' names.
 
-One module per family pairs selectors from :mod:`coreval.selection` with
-predictors from :mod:`coreval.prediction` under the papers' names.
+:mod:`coreval.methods.registry` holds the mechanism (:class:`Method`,
+:func:`declare`, option routing); one module per family declares its methods.
 """
+
+from coreval.methods.registry import (
+    Choice,
+    Component,
+    Method,
+    OptionError,
+    available_methods,
+    declare,
+    get_method,
+    register_method,
+)
+
+__all__ = [
+    "Choice",
+    "Component",
+    "Method",
+    "OptionError",
+    "available_methods",
+    "declare",
+    "get_method",
+    "register_method",
+]

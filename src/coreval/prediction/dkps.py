@@ -56,8 +56,9 @@ from sklearn.base import BaseEstimator
 from sklearn.linear_model import LinearRegression
 from sklearn.neighbors import KNeighborsRegressor
 
+from coreval.base import Prediction
+from coreval.data.splits import family_folds
 from coreval.errors import ValidationError, preview
-from coreval.prediction.base import Prediction
 
 
 # ----------------------------------------------------------------------- geometry
@@ -457,9 +458,7 @@ def lofo_splits(models, families: Mapping[str, str], targets=None):
     unknown = sorted(tset - set(models))
     if unknown:
         raise ValidationError(f"unknown target models: {preview(unknown)}")
-    is_target = np.array([m in tset for m in models])
-    for f in sorted(set(fam[is_target])):
-        yield f, np.flatnonzero(fam != f), np.flatnonzero((fam == f) & is_target)
+    yield from family_folds(fam, np.array([m in tset for m in models]))
 
 
 # ------------------------------------------------------------- query-set choice

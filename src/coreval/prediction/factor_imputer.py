@@ -21,23 +21,15 @@ draws (``interval="posterior"``).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from coreval.base import Coreset, Prediction, Predictor
+from coreval.base.cache import get_or_fit, source_fingerprint
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.base import Prediction, Predictor
-from coreval.selection.base import Coreset
-from coreval.selection.gaussian.covariance import fit_standardization
-from coreval.selection.gaussian_selector import source_fingerprint
-
-_CACHE: OrderedDict[tuple, dict[str, np.ndarray]] = OrderedDict()
-_CACHE_SIZE = 8
-_LOCK = threading.Lock()
+from coreval.gaussian.standardize import Standardization, fit_standardization
 
 
 def factor_model(z: Any, mask: Any, rank: int, prior_scale: float = 1.0) -> None:
@@ -243,13 +235,17 @@ class FactorImputer(Predictor):
         Source column -> modelled column (-1 if not modelled).
     mean_, scale_ : ndarray of shape (n_columns,)
         Training standardisation (observed mean, floored std; NaN for unmodelled columns).
+    standardization_ : Standardization
+        The same standardisation of the modelled columns
+        (:func:`coreval.gaussian.standardize.fit_standardization`).
 
     Notes
     -----
     Like :class:`GaussianImputer`: a selected benchmark the model has keeps its observed
     value (zero-width interval); a model with none of the selected benchmarks gets a NaN row.
-    The SVI fit depends only on the source models and is memoised on their values and the
-    options, so the harness fits it once per fold, not once per budget.
+    The SVI fit depends only on the source models: given the caller's
+    :class:`~coreval.base.FitCache` it is stored under the source's fingerprint, the modelled
+    columns and the options, so the harness fits it once per fold, not once per budget.
 
     References
     ----------
@@ -303,7 +299,11 @@ class FactorImputer(Predictor):
         std = fit_standardization(x)
         observed = ~np.isnan(x)
         z = np.where(observed, std.forward(x), 0.0)
-        self.posterior_ = _cached_posterior(source, keep, z, observed, self._options())
+        options = self._options()
+        key = ("factor-posterior", source_fingerprint(source), keep.tobytes(),
+               tuple(sorted(options.items())))
+        self.posterior_ = get_or_fit(self.cache_, key,
+                                     lambda: fit_factor_posterior(z, observed, **options))
         n = source.n_items
         self.columns_ = source.items
         self.kept_ = np.full(n, -1, dtype=np.intp)
@@ -313,6 +313,7 @@ class FactorImputer(Predictor):
         self.scale_ = np.full(n, np.nan)
         self.mean_[keep] = std.mean
         self.scale_[keep] = std.std
+        self.standardization_ = std
 
     def _predict(self, x: np.ndarray) -> Prediction:
         post = self.posterior_
@@ -320,7 +321,7 @@ class FactorImputer(Predictor):
         n_draw = post["w"].shape[0]
         sel = self.coreset_.indices
         sel_kept = self.kept_[sel]
-        z = (x - self.mean_[sel]) / self.scale_[sel]
+        z = Standardization(self.mean_[sel], self.scale_[sel]).forward(x)
         if self.clip is not None:
             z = np.clip(z, -self.clip, self.clip)
         usable = ~np.isnan(z) & (sel_kept >= 0)
@@ -340,14 +341,14 @@ class FactorImputer(Predictor):
             draws_z[:, rows] = draws
         alpha = (1.0 - self.level) / 2.0
         lo_z, hi_z = np.quantile(draws_z, [alpha, 1.0 - alpha], axis=0)
-        m, s = self.mean_[self.keep_], self.scale_[self.keep_]
+        back = self.standardization_.inverse
         mean = np.full((n_models, n), np.nan)
         lower, upper = np.full_like(mean, np.nan), np.full_like(mean, np.nan)
         draws = np.full((n_draw, n_models, n), np.nan)
-        mean[:, self.keep_] = m + s * mean_z
-        lower[:, self.keep_] = m + s * lo_z
-        upper[:, self.keep_] = m + s * hi_z
-        draws[:, :, self.keep_] = m + s * draws_z
+        mean[:, self.keep_] = back(mean_z)
+        lower[:, self.keep_] = back(lo_z)
+        upper[:, self.keep_] = back(hi_z)
+        draws[:, :, self.keep_] = back(draws_z)
         has = ~np.isnan(x) & usable.any(axis=1)[:, None]
         for col in range(len(sel)):
             rows = np.flatnonzero(has[:, col])
@@ -355,21 +356,3 @@ class FactorImputer(Predictor):
             draws[:, rows, sel[col]] = x[rows, col]
         return Prediction(mean=mean, lower=lower, upper=upper, level=self.level,
                           interval="posterior", draws=draws, columns=self.columns_)
-
-
-def _cached_posterior(source: ScoreMatrix, keep: np.ndarray, z: np.ndarray,
-                      observed: np.ndarray,
-                      options: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """:func:`fit_factor_posterior` memoised on the source values, the modelled columns
-    ``keep`` and the options (last 8 kept)."""
-    key = (source_fingerprint(source), keep.tobytes(), tuple(sorted(options.items())))
-    with _LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    post = fit_factor_posterior(z, observed, **options)
-    with _LOCK:
-        _CACHE[key] = post
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return post

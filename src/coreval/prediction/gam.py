@@ -2,7 +2,7 @@
 
 The ability of each model is its maximum-likelihood 2PL ability on the coreset
 items only (bounded to [-4, 4], as the reference), with item parameters of the
-IRT fit stored by the selector (``coreset.info["irt_fit"]``) or fitted here.
+IRT fit of the selector (through the caller's fit cache) or fitted here.
 A pygam ``LinearGAM(s(0) + s(1))`` maps ``(θ̂, mean coreset score)`` to the
 summary score.
 
@@ -18,12 +18,11 @@ from __future__ import annotations
 import numpy as np
 from pygam import LinearGAM, s
 
+from coreval.base import Coreset, Prediction, Predictor
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.base import Prediction, Predictor
-from coreval.prediction.gp_irt import estimate_abilities
-from coreval.selection.base import Coreset
-from coreval.selection.irt_anchors import irt_options, logistic_item_params, reuse_or_fit_irt
+from coreval.irt.logistic import estimate_abilities
+from coreval.irt.source_fit import fit_source_irt, irt_options, logistic_item_params
 
 
 class GAMPredictor(Predictor):
@@ -39,7 +38,7 @@ class GAMPredictor(Predictor):
         Basis size of each smooth term (pygam default 20).
     model, fit_method, priors, num_steps, learning_rate, num_draws
         IRT fit used when the coreset carries none
-        (:func:`coreval.selection.irt_anchors.fit_source_irt`).
+        (:func:`coreval.irt.source_fit.fit_source_irt`).
     seed : int
     show_progress : bool, optional
 
@@ -77,7 +76,7 @@ class GAMPredictor(Predictor):
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
         if not 0.0 < self.level < 1.0:
             raise ValidationError(f"level must be in (0, 1), got {self.level}")
-        irt_fit = reuse_or_fit_irt(source, coreset, **irt_options(self))
+        irt_fit = fit_source_irt(source, cache=self.cache_, **irt_options(self))
         a, d, c = logistic_item_params(irt_fit)
         if a.shape[1] != 1:
             raise ValidationError(f"GAMPredictor needs a 1-D IRT fit, got {a.shape[1]} dims")

@@ -16,20 +16,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import norm
 
+from coreval.base import Coreset, Prediction, Predictor
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.base import Prediction, Predictor
-from coreval.selection.base import Coreset
-from coreval.selection.gaussian.covariance import (
-    PROTOCOL_TOL,
-    apply_transform,
-    invert_transform,
-)
-from coreval.selection.gaussian_selector import (
-    cached_estimate,
-    estimate_options,
-    source_fingerprint,
-)
+from coreval.gaussian.correlation import estimate_options, shared_estimate
+from coreval.gaussian.em import PROTOCOL_TOL
+from coreval.gaussian.standardize import Standardization
 
 
 class GaussianImputer(Predictor):
@@ -47,9 +39,8 @@ class GaussianImputer(Predictor):
     estimator, release, max_iter, eps, shrinkage, tol, min_observed, transform,
     unit_diagonal, n_threads
         Correlation estimate on the source models (see
-        :func:`coreval.selection.gaussian.covariance.estimate_correlation`). When the coreset
-        came from a Gaussian selector with the same options on the same source, its estimate
-        is reused.
+        :func:`coreval.gaussian.correlation.estimate_correlation`). A Gaussian selector
+        given the same :class:`~coreval.base.FitCache` and options shares its estimate.
 
     Attributes
     ----------
@@ -102,13 +93,7 @@ class GaussianImputer(Predictor):
             raise ValidationError(f"level must be in (0, 1), got {self.level}")
         if self.ridge < 0:
             raise ValidationError(f"ridge must be non-negative, got {self.ridge}")
-        opts = estimate_options(self)
-        info = coreset.info
-        if (info.get("gaussian_options") == opts
-                and info.get("gaussian_fingerprint") == source_fingerprint(source)):
-            est = info["gaussian_estimate"]
-        else:
-            est = cached_estimate(source, opts)
+        est = shared_estimate(source, estimate_options(self), self.cache_)
         self.estimate_ = est
         n = source.n_items
         self.columns_ = source.items
@@ -125,7 +110,7 @@ class GaussianImputer(Predictor):
         n_models, n = x.shape[0], len(self.columns_)
         sel = self.coreset_.indices
         sel_kept = self.kept_[sel]
-        z = (apply_transform(x, self.transform) - self.mean_[sel]) / self.scale_[sel]
+        z = Standardization(self.mean_[sel], self.scale_[sel], self.transform).forward(x)
         if self.clip is not None:
             z = np.clip(z, -self.clip, self.clip)
         usable = ~np.isnan(z) & (sel_kept >= 0)
@@ -145,13 +130,13 @@ class GaussianImputer(Predictor):
             mean_z[rows] = z[np.ix_(rows, np.flatnonzero(pattern))] @ w.T
             sd_z[rows] = np.sqrt(np.maximum(var, 0.0))
         half = norm.ppf(0.5 + self.level / 2.0) * sd_z
-        m, s = est.standardization.mean, est.standardization.std
+        back = est.standardization.inverse
         mean = np.full((n_models, n), np.nan)
         lower = np.full((n_models, n), np.nan)
         upper = np.full((n_models, n), np.nan)
-        mean[:, est.columns] = invert_transform(m + s * mean_z, self.transform)
-        lower[:, est.columns] = invert_transform(m + s * (mean_z - half), self.transform)
-        upper[:, est.columns] = invert_transform(m + s * (mean_z + half), self.transform)
+        mean[:, est.columns] = back(mean_z)
+        lower[:, est.columns] = back(mean_z - half)
+        upper[:, est.columns] = back(mean_z + half)
         # selected benchmarks the model has keep their observed value
         has = ~np.isnan(x) & usable.any(axis=1)[:, None]
         for col in range(len(sel)):

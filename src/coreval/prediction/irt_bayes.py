@@ -32,19 +32,14 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import expit
-from sklearn.base import clone
 
 from coreval._progress import progress
+from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.base import Prediction, Predictor
-from coreval.prediction.gp_irt import LOGIT_CLIP
-from coreval.selection.base import Coreset
-from coreval.selection.irt_anchors import LOGISTIC_MODELS, irt_options, reuse_or_fit_irt
+from coreval.irt.logistic import LOGIT_CLIP, grid_ability_draws
+from coreval.irt.source_fit import LOGISTIC_MODELS, fit_source_irt, irt_options
 
-#: Quadrature grid of the 1-D ability posterior (spacing 0.04).
-GRID_HALF_WIDTH = 8.0
-GRID_NODES = 401
 #: Accepted values of ``IRTBayesPredictor(misfit=...)``.
 MISFIT_MODES: tuple[str, ...] = ("cv", "in-sample", "none")
 
@@ -83,7 +78,7 @@ class IRTBayesPredictor(Predictor):
         ``method`` of :func:`coreval.irt.score_new_model`.
     model, dims, fit_method, priors, num_steps, learning_rate
         IRT fit used when the coreset does not carry one
-        (:func:`coreval.selection.irt_anchors.fit_source_irt`); a fit with
+        (:func:`coreval.irt.source_fit.fit_source_irt`, the selector's when it is the same fit); a fit with
         posterior draws (``"svi"``, ``"nuts"``, or MAP with Laplace draws) is
         needed for the item-parameter uncertainty. Hierarchical priors by default:
         on the 8 shared matrices (30 source models, seeds 0-1) they gave a lower
@@ -142,11 +137,11 @@ class IRTBayesPredictor(Predictor):
         if int(self.num_draws) < 2:
             raise ValidationError(f"num_draws must be at least 2, got {self.num_draws}")
         self._misfit_mode()  # validate before the (slow) fit
-        from coreval.irt.models import MODELS  # lazily: the IRT engine pulls in JAX
+        from coreval.irt.names import MODELS
 
         if self.model not in MODELS:
             raise ValidationError(f"unknown IRT model {self.model!r}; choose one of {MODELS}")
-        self.irt_fit_ = reuse_or_fit_irt(source, coreset, **irt_options(self))
+        self.irt_fit_ = fit_source_irt(source, cache=self.cache_, **irt_options(self))
         draws = self.irt_fit_.item_draws()
         # Which item-parameter draw each ability draw uses (all draws when there are enough).
         rng = np.random.default_rng(self.seed)
@@ -300,50 +295,29 @@ class IRTBayesPredictor(Predictor):
             mean, draws = self._simulate(x[ok], np.random.default_rng(self.seed))
             resid2, var = (truth[ok] - mean) ** 2, draws.var(axis=0)
         else:
-            resid2, var = self._out_of_fold(source, ok, truth)
+            resid2, var = self._out_of_fold(source, ok)
         self.tau_ = float(np.sqrt(max(0.0, resid2.mean() - var.mean())))
 
-    def _out_of_fold(self, source: ScoreMatrix, ok: np.ndarray,
-                     truth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _out_of_fold(self, source: ScoreMatrix, ok: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
         """Squared errors and predictive variances of ``ok`` rows, each predicted out of fold.
 
-        Selection-aware when the coreset records its selector (``info["selector"]``,
-        set by :meth:`coreval.selection.base.Selector.fit`): each fold re-selects its
-        coreset on the remaining source models, so the held-out models played no part
-        in choosing the items. This matters: a Fisher coreset picks items whose
-        discrimination the fit over-estimates *for the models it was fitted on*, and a
-        fixed-coreset cross-validation then finds no misfit (τ = 0 on simulated data
-        where the held-out targets covered only 80 %).
+        Through the one out-of-fold loop (:func:`coreval.base.out_of_fold`) with
+        this predictor's ``refit_``: when fitted by :func:`coreval.pipeline.fit_method`
+        every fold re-runs the selection on the remaining source models, so the
+        held-out models played no part in choosing the items. This matters: a Fisher
+        coreset picks items whose discrimination the fit over-estimates *for the
+        models it was fitted on*, and a fixed-coreset cross-validation then finds no
+        misfit (τ = 0 on simulated data where the held-out targets covered only 80 %).
         """
-        from sklearn.model_selection import KFold
-
-        n_folds = int(self.misfit_folds)
-        if n_folds < 2:
+        if int(self.misfit_folds) < 2:
             raise ValidationError(f"misfit_folds must be at least 2, got {self.misfit_folds}")
-        n_folds = min(n_folds, len(ok))
-        selector = self.coreset_.info.get("selector")
-        resid2, var = [], []
-        folds = KFold(n_folds, shuffle=True, random_state=self.seed).split(ok)
-        folds = progress(folds, desc="irt-bayes misfit folds", total=n_folds,
-                         show=self.show_progress)
-        for _, held in folds:
-            rows = ok[held]
-            sub = source.take(np.setdiff1d(np.arange(source.n_models), rows))
-            if selector is not None:
-                coreset = clone(selector).fit(sub).coreset_
-            else:
-                coreset = Coreset.from_indices(sub, self.coreset_.indices)
-            x = source.values[np.ix_(rows, coreset.indices)]
-            complete = ~np.isnan(x).any(axis=1)
-            if not complete.any():
-                continue
-            inner = clone(self).set_params(misfit="none").fit(sub, coreset)
-            mean, draws = inner._simulate(x[complete], np.random.default_rng(self.seed))
-            resid2.append((truth[rows[complete]] - mean) ** 2)
-            var.append(draws.var(axis=0))
-        if not resid2:
+        oof = out_of_fold(source, self.refit_, folds=int(self.misfit_folds), seed=self.seed,
+                          rows=ok, complete_only=True, params={"misfit": "none"},
+                          show_progress=self.show_progress, desc="irt-bayes misfit folds")
+        if len(oof.rows) == 0:
             return np.zeros(1), np.zeros(1)
-        return np.concatenate(resid2), np.concatenate(var)
+        return oof.residuals ** 2, oof.variance
 
     def _predict(self, x: np.ndarray) -> Prediction:
         rng = np.random.default_rng(self.seed)
@@ -356,62 +330,3 @@ class IRTBayesPredictor(Predictor):
             mean, lower, upper = (np.clip(v, 0.0, 1.0) for v in (mean, lower, upper))
         return Prediction(mean=mean, lower=lower, upper=upper, level=self.level,
                           interval="posterior", draws=draws)
-
-
-def grid_ability_draws(x: np.ndarray, a: np.ndarray, d: np.ndarray, c: np.ndarray | None = None,
-                       *, rng: np.random.Generator, half_width: float = GRID_HALF_WIDTH,
-                       n_nodes: int = GRID_NODES) -> np.ndarray:
-    """1-D ability draws by quadrature, for many models and item-parameter draws at once.
-
-    For item-parameter draw ``s`` the posterior of a model's ability on a regular
-    grid is ``p(θ_g | y) ∝ N(θ_g; 0, 1) Π_i p_sig^{y_i} (1 - p_sig)^{1 - y_i}``
-    (the N(0, 1) ability prior of :mod:`coreval.irt.scoring`); its log-likelihood
-    is linear in ``y``, ``y · logit(p_s) + Σ_i log(1 - p_si)``, so all models come
-    from two matrix products per draw. One ability is drawn per (model, draw)
-    (grid node by its posterior weight, jittered uniformly within the cell).
-    Written here rather than calling :func:`coreval.irt.score_new_model` per model
-    because that takes seconds per model; this is the same EAP quadrature,
-    vectorised over models (Bock & Mislevy 1982).
-
-    Parameters
-    ----------
-    x : ndarray, shape (n_models, k)
-        Responses on the coreset items (NaN = not answered, skipped).
-    a : ndarray, shape (S, k, 1); d, c : ndarray, shape (S, k)
-        Item-parameter draws of the coreset items.
-    rng : numpy Generator
-    half_width, n_nodes : grid ``linspace(-half_width, half_width, n_nodes)``.
-
-    Returns
-    -------
-    ndarray, shape (n_models, S)
-    """
-    nodes = np.linspace(-half_width, half_width, n_nodes)
-    z = np.clip(a[:, :, 0, None] * nodes + d[:, :, None], -LOGIT_CLIP, LOGIT_CLIP)  # (S, k, G)
-    p = expit(z)
-    if c is not None:
-        p = c[:, :, None] + (1.0 - c[:, :, None]) * p
-    p = np.clip(p, 1e-12, 1.0 - 1e-12)
-    log_q = np.log1p(-p)
-    logit = np.log(p) - log_q
-    n_draws, k = d.shape
-    # (k, S·G) layouts so that each log-likelihood is one BLAS matrix product
-    logit_2d = logit.transpose(1, 0, 2).reshape(k, -1)
-    log_q_2d = log_q.transpose(1, 0, 2).reshape(k, -1)
-    mask = ~np.isnan(x)
-    y = np.where(mask, x, 0.0)
-    step = nodes[1] - nodes[0]
-    out = np.empty((x.shape[0], n_draws))
-    chunk = max(1, 4_000_000 // (n_draws * n_nodes))
-    for lo in range(0, x.shape[0], chunk):  # chunks bound the (models, S, G) arrays
-        sl = slice(lo, lo + chunk)
-        # Σ_i y_i logit(p_sig) + Σ_i m_i log(1 - p_sig), then the N(0, 1) prior
-        loglik = y[sl] @ logit_2d + mask[sl].astype(float) @ log_q_2d
-        logpost = loglik.reshape(-1, n_draws, n_nodes) - 0.5 * nodes**2
-        logpost -= logpost.max(axis=2, keepdims=True)
-        cdf = np.cumsum(np.exp(logpost), axis=2)
-        cdf /= cdf[:, :, -1:]
-        u = rng.random(cdf.shape[:2])
-        pick = np.minimum((cdf < u[..., None]).sum(axis=2), n_nodes - 1)
-        out[sl] = nodes[pick] + (rng.random(pick.shape) - 0.5) * step
-    return out

@@ -38,11 +38,10 @@ import numpy as np
 from scipy.special import expit
 from scipy.stats import norm
 
+from coreval.base import Coreset, Prediction, Predictor
+from coreval.data.item_features import drop_constant, item_features, lite_features
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.base import Prediction, Predictor
-from coreval.selection.base import Coreset
-from coreval.selection.item_centric import drop_constant, item_features, lite_features
 
 
 def logistic_fits(Z: np.ndarray, y: np.ndarray, w: np.ndarray, *, C: float = 1.0,

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from coreval.base import Coreset, Prediction, Predictor
+from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.base import Prediction, Predictor
-from coreval.prediction.conformal import split_conformal_interval
-from coreval.selection.base import Coreset
 
 
 class MeanPredictor(Predictor):

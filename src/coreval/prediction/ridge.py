@@ -26,18 +26,13 @@ from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.metrics.pairwise import polynomial_kernel
 from sklearn.model_selection import GridSearchCV, LeaveOneOut
 
+from coreval.base import Coreset, Prediction, Predictor
+from coreval.base.conformal import jackknife_plus_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.base import Prediction, Predictor
-from coreval.prediction.conformal import jackknife_plus_interval
-from coreval.selection.base import Coreset
+from coreval.regression import default_alphas
 
 _INTERVALS = ("jackknife+", "none")
-
-
-def default_alphas(source: ScoreMatrix) -> np.ndarray:
-    """The reference λ grid: ``logspace(-1, 1, 5)`` for binary scores, else ``logspace(-2, 2, 9)``."""
-    return np.logspace(-1, 1, 5) if source.is_binary else np.logspace(-2, 2, 9)
 
 
 def coreset_design(source: ScoreMatrix, coreset: Coreset, who: str) -> tuple[np.ndarray, np.ndarray]:
@@ -240,6 +235,10 @@ class KernelRidgePredictor(LooRegressionPredictor):
                            gamma=None)
 
     def _fit_full(self, x: np.ndarray, y: np.ndarray, source: ScoreMatrix) -> KernelRidge:
+        if isinstance(self.degree, bool) or not isinstance(self.degree, int | np.integer) \
+                or self.degree < 1:
+            raise ValidationError(f"kernel degree must be a positive integer, got "
+                                  f"{self.degree!r}")
         grid = default_alphas(source) if self.alphas is None else np.asarray(self.alphas, float)
         search = GridSearchCV(self._kernel_ridge(), {"alpha": list(grid)}, cv=LeaveOneOut(),
                               scoring="neg_mean_squared_error").fit(x, y)

@@ -15,13 +15,12 @@ import math
 
 import numpy as np
 
+from coreval.base import Coreset, Prediction, Predictor
+from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.base import Prediction, Predictor
-from coreval.prediction.conformal import split_conformal_interval
-from coreval.selection.base import Coreset
-from coreval.selection.simba.normalise import ChanceSpec, SimbaNormaliser
-from coreval.selection.simba.pounce import REGRESSORS, ColumnwiseRegressor, make_regressor
+from coreval.simba.normalise import ChanceSpec, SimbaNormaliser
+from coreval.simba.pounce import REGRESSORS, ColumnwiseRegressor, make_regressor
 
 
 class SimbaPredictor(Predictor):
@@ -30,7 +29,7 @@ class SimbaPredictor(Predictor):
     Parameters
     ----------
     predictor : {"ridge", "knn", "mlp", "mlp2"}
-        Pounce regressor (see :func:`coreval.selection.simba.pounce.make_regressor`).
+        Pounce regressor (see :func:`coreval.simba.pounce.make_regressor`).
     level : float
         Nominal coverage of the split-conformal intervals.
     calibration_fraction : float
@@ -126,9 +125,7 @@ class SimbaPredictor(Predictor):
 
     def _predict(self, x: np.ndarray) -> Prediction:
         sel = self.coreset_.indices
-        offset, span, chance = (self.normaliser_.offset_[sel], self.normaliser_.span_[sel],
-                                self.normaliser_.chance_[sel])
-        zx = ((x - offset) / span - chance) / (1.0 - chance)
+        zx = self.normaliser_.transform(x, clip=False, columns=sel)
         mean = self.normaliser_.inverse_transform(self.model_.predict(zx))
         lower, upper = mean - self.quantile_, mean + self.quantile_
         for col, j in enumerate(sel):

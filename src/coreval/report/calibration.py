@@ -25,14 +25,13 @@ from collections.abc import Iterable, Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
 from coreval._progress import progress
-from coreval.api import select
+from coreval.api import FittedMethod, select
+from coreval.base import Prediction
 from coreval.data.matrix import ScoreMatrix
 from coreval.data.splits import make_split
 from coreval.errors import ValidationError
-from coreval.prediction.base import Prediction, Predictor
 
 #: Nominal levels of the calibration plot.
 LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
@@ -46,87 +45,39 @@ def _check_levels(levels: Iterable[float]) -> tuple[float, ...]:
 
 
 def intervals_from_draws(prediction: Prediction, level: float) -> Prediction:
-    """The equal-tailed ``level`` credible interval from a prediction's posterior draws.
-
-    Parameters
-    ----------
-    prediction : Prediction
-        A prediction with ``draws`` of shape ``(n_draws, *mean.shape)``.
-    level : float
-        Nominal coverage in (0, 1).
-
-    Returns
-    -------
-    Prediction
-        Same mean and draws, bounds at ``level``.
-    """
+    """The equal-tailed ``level`` credible interval from a prediction's posterior draws."""
     (level,) = _check_levels([level])
     if prediction.draws is None:
         raise ValidationError("the prediction has no posterior draws")
-    alpha = 1.0 - level
-    lower, upper = np.quantile(np.asarray(prediction.draws, float), [alpha / 2, 1 - alpha / 2],
-                               axis=0)
-    return Prediction(mean=prediction.mean, lower=lower, upper=upper, level=level,
-                      interval=prediction.interval, draws=prediction.draws,
-                      columns=prediction.columns)
+    return prediction.at_level(level)
 
 
 def normal_sd(prediction: Prediction) -> np.ndarray:
-    """Standard deviation of the normal distribution whose central interval is the prediction's.
-
-    ``sd = (upper - lower) / (2 z_{(1 + level) / 2})``; infinite bounds give ``inf``.
-    """
-    z = norm.ppf(0.5 + prediction.level / 2)
-    with np.errstate(invalid="ignore"):
-        return np.asarray(prediction.upper - prediction.lower, float) / (2.0 * z)
+    """:meth:`coreval.base.Prediction.normal_sd`."""
+    return prediction.normal_sd()
 
 
 def intervals_from_normal(prediction: Prediction, level: float) -> Prediction:
-    """A normal approximation's ``level`` interval around the prediction's mean.
-
-    The scale is :func:`normal_sd` of the predicted interval. ``interval`` is set
-    to ``"normal-approx"`` so reports say how the interval was made.
-    """
+    """A normal approximation's ``level`` interval around the prediction's mean."""
     (level,) = _check_levels([level])
-    half = normal_sd(prediction) * norm.ppf(0.5 + level / 2)
-    return Prediction(mean=prediction.mean, lower=prediction.mean - half,
-                      upper=prediction.mean + half, level=level, interval="normal-approx",
-                      columns=prediction.columns)
+    return prediction.normal_approximation(level)
 
 
-def predict_levels(predictor: Predictor, responses, levels: Sequence[float] = LEVELS
+def predict_levels(fitted: FittedMethod, responses, levels: Sequence[float] = LEVELS
                    ) -> dict[float, Prediction]:
-    """Predict at several interval levels.
+    """Predict at several interval levels (:meth:`coreval.pipeline.FittedMethod.predict_levels`).
 
     Parameters
     ----------
-    predictor : Predictor
-        A fitted predictor.
+    fitted : FittedMethod
+        A fitted method (its ``calibration`` decides how the intervals are made).
     responses : array-like of shape (n_models, k) or (k,)
-        Responses on the predictor's coreset.
+        Responses on the method's coreset.
     levels : sequence of float
         Nominal levels.
-
-    Returns
-    -------
-    dict level -> Prediction
-        See the module docstring for how each level's interval is made.
     """
-    levels = _check_levels(levels)
-    base = predictor.predict(responses)
-    if base.draws is not None:
-        return {lv: intervals_from_draws(base, lv) for lv in levels}
-    if "level" in predictor.get_params(deep=False):
-        original = predictor.get_params(deep=False)["level"]
-        out = {}
-        try:
-            for lv in levels:
-                predictor.set_params(level=lv)
-                out[lv] = predictor.predict(responses)
-        finally:
-            predictor.set_params(level=original)
-        return out
-    return {lv: intervals_from_normal(base, lv) for lv in levels}
+    return fitted.predict_levels(np.atleast_2d(np.asarray(responses, float)),
+                                 _check_levels(levels))
 
 
 def coverage_table(truth, predictions: Mapping[float, Prediction]) -> pd.DataFrame:
@@ -201,8 +152,7 @@ def calibration_runs(matrix: ScoreMatrix, methods: Sequence[str], budget: float,
         sp = make_split(matrix, split, seed=seed, n_source=n_source)
         source, target = matrix.take(sp.source), matrix.take(sp.target)
         fitted = select(source, method, budget, seed=seed, **options.get(method, {}))
-        preds = predict_levels(fitted.predictor, target.values[:, fitted.coreset.indices],
-                               levels)
+        preds = predict_levels(fitted, target.values[:, fitted.coreset.indices], levels)
         table = coverage_table(target.summary_scores(), preds)
         table.insert(0, "seed", seed)
         table.insert(0, "k", len(fitted.coreset))
@@ -264,8 +214,7 @@ def width_vs_budget(source: ScoreMatrix, target: ScoreMatrix, method: str,
     for budget in progress(list(budgets), desc=f"{method} budgets", total=len(budgets),
                            show=show_progress):
         fitted = select(source, method, budget, seed=seed, **options)
-        pred = predict_levels(fitted.predictor, target.values[:, fitted.coreset.indices],
-                              [level])[level]
+        pred = predict_levels(fitted, target.values[:, fitted.coreset.indices], [level])[level]
         rows.append({"method": method, "k": len(fitted.coreset),
                      "width": float(np.mean(pred.width)),
                      "coverage": float(np.mean((truth >= pred.lower) & (truth <= pred.upper))),

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from coreval.prediction.base import Prediction
+from coreval.base import Prediction
 
 
 def _axes(ax):
@@ -107,7 +107,7 @@ def plot_spectral_diagnostic(cov: np.ndarray, residual_variance: Mapping[str, np
     residual_variance : mapping name -> ndarray
         ``GreedyResult.residual_variance`` of each selection (value after pick 1..k).
     """
-    from coreval.selection.gaussian.diagnostics import eigenvalue_tail
+    from coreval.gaussian.diagnostics import eigenvalue_tail
 
     ax = _axes(ax)
     tail = eigenvalue_tail(cov)

@@ -34,11 +34,11 @@ from scipy.stats import norm
 from sklearn.linear_model import RidgeCV
 
 from coreval.api import FittedMethod, select
+from coreval.base import Prediction
+from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.harness.summary import format_table
-from coreval.prediction.base import Prediction
-from coreval.prediction.conformal import split_conformal_interval
 from coreval.report.calibration import intervals_from_draws, normal_sd
 
 #: Draws used for the rank distribution under the normal approximation.

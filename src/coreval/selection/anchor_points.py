@@ -5,9 +5,9 @@ from __future__ import annotations
 import kmedoids
 import numpy as np
 
+from coreval.base import Coreset, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.selection.base import Coreset, Selector
 
 
 def item_correlations(values: np.ndarray) -> np.ndarray:

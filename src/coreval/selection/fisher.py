@@ -22,10 +22,10 @@ import itertools
 
 import numpy as np
 
+from coreval.base import Coreset, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.selection.base import Coreset, Selector
-from coreval.selection.irt_anchors import fit_source_irt, irt_options, logistic_item_params
+from coreval.irt.source_fit import fit_source_irt, irt_options, logistic_item_params
 
 
 def quantile_bin_items(theta: np.ndarray, info: np.ndarray, k: int) -> list[int]:
@@ -80,7 +80,7 @@ class FisherInformationSelector(Selector):
     model : {"2pl", "3pl", "1pl"}
         Logistic IRT model (1-D).
     fit_method, priors, num_steps, learning_rate, num_draws
-        IRT fit (:func:`coreval.selection.irt_anchors.fit_source_irt`). The
+        IRT fit (:func:`coreval.irt.source_fit.fit_source_irt`). The
         default is a MAP fit with weakly-informative priors; the reference uses
         two rounds of alternating joint maximum likelihood instead.
     show_progress : bool, optional
@@ -88,7 +88,7 @@ class FisherInformationSelector(Selector):
     Attributes
     ----------
     fit_ : IRTFit
-        Also in ``coreset_.info["irt_fit"]`` for the predictors.
+        Also in the caller's fit cache, for predictors that ask for the same fit.
     theta_ : ndarray, shape (n_source,)
         Source abilities (posterior means of the fit) that define the bins.
     """
@@ -113,7 +113,7 @@ class FisherInformationSelector(Selector):
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
         from coreval.irt.information import item_information
 
-        irt_fit = fit_source_irt(source, **irt_options(self))
+        irt_fit = fit_source_irt(source, cache=self.cache_, **irt_options(self))
         a, d, c = logistic_item_params(irt_fit)
         theta = np.asarray(irt_fit.abilities(), dtype=float)[:, 0]
         if not (np.isfinite(theta).all() and np.isfinite(a).all() and np.isfinite(d).all()):
@@ -130,5 +130,4 @@ class FisherInformationSelector(Selector):
         self.theta_ = theta
         indices = np.sort(np.asarray(chosen, dtype=np.intp))  # the reference sorts its coreset
         return Coreset.from_indices(source, indices, method="fisher-information",
-                                    irt_fit=irt_fit, irt_options=irt_options(self),
                                     n_binned=n_binned, binned=np.asarray(chosen[:n_binned]))

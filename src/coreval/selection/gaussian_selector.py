@@ -3,80 +3,26 @@ and the protocol's random baseline, on a correlation estimated from the source m
 
 ``k`` is the number of benchmarks (columns of a benchmark-level :class:`ScoreMatrix`). The
 correlation is estimated on the source rows only (a fold's training models) with
-:func:`coreval.selection.gaussian.covariance.estimate_correlation`; the estimate is cached
-per (source values, options) so that the selectors and :class:`GaussianImputer` of one fold
-share one EM run.
+:func:`coreval.gaussian.correlation.estimate_correlation`; the estimate goes through the
+caller's :class:`~coreval.base.FitCache` (:func:`coreval.gaussian.correlation.shared_estimate`)
+so that a selector and the Gaussian imputer given one cache and the same options share one EM
+run. Diagnostics (EM iterations, gains, residual variances) go to ``coreset_.details``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from coreval.base import Coreset, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError, preview
-from coreval.selection.base import Coreset, Selector
-from coreval.selection.gaussian.covariance import (
-    PROTOCOL_TOL,
-    CorrelationEstimate,
-    estimate_correlation,
-)
-from coreval.selection.gaussian.greedy import GreedyResult, greedy_entropy, greedy_mi
-
-#: Options of :func:`estimate_correlation` shared by the selectors and the imputer.
-ESTIMATE_OPTIONS: tuple[str, ...] = (
-    "estimator", "release", "max_iter", "eps", "shrinkage", "tol", "min_observed",
-    "transform", "unit_diagonal", "n_threads",
-)
-_CACHE: OrderedDict[tuple, CorrelationEstimate] = OrderedDict()
-_CACHE_SIZE = 8
-_LOCK = threading.Lock()  # the harness may fit methods from several threads
-
-
-def estimate_options(obj: Any) -> dict[str, Any]:
-    """The estimation options of a selector or imputer (its ``ESTIMATE_OPTIONS`` params)."""
-    return {name: getattr(obj, name) for name in ESTIMATE_OPTIONS}
-
-
-def source_fingerprint(source: ScoreMatrix) -> str:
-    """SHA-1 of the source values and ids (identifies a training set for the cache)."""
-    h = hashlib.sha1(np.ascontiguousarray(source.values).tobytes())
-    h.update("\x1f".join(source.items.astype(str)).encode())
-    h.update(str(source.shape).encode())
-    return h.hexdigest()
-
-
-def cached_estimate(source: ScoreMatrix, options: Mapping[str, Any]) -> CorrelationEstimate:
-    """Correlation estimate of ``source`` (memoised on values + options, last 8 kept).
-
-    Parameters
-    ----------
-    source : ScoreMatrix
-        Source (training) models.
-    options : mapping
-        Keyword arguments of :func:`estimate_correlation`.
-
-    Returns
-    -------
-    CorrelationEstimate
-    """
-    key = (source_fingerprint(source), tuple(sorted((k, repr(v)) for k, v in options.items())))
-    with _LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    est = estimate_correlation(source.values, names=source.items, **options)
-    with _LOCK:
-        _CACHE[key] = est
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return est
+from coreval.gaussian.correlation import estimate_options, shared_estimate
+from coreval.gaussian.em import PROTOCOL_TOL
+from coreval.gaussian.greedy import GreedyResult, greedy_entropy, greedy_mi
 
 
 def _positions(source: ScoreMatrix, ids: Sequence[Any], what: str) -> list[int]:
@@ -136,7 +82,7 @@ class _GaussianGreedySelector(Selector):
         return full[columns]
 
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
-        est = cached_estimate(source, estimate_options(self))
+        est = shared_estimate(source, estimate_options(self), self.cache_)
         kept = {int(c): i for i, c in enumerate(est.columns)}
         mandatory = _positions(source, self.mandatory, "mandatory")
         lost = [source.items[j] for j in mandatory if j not in kept]
@@ -156,9 +102,7 @@ class _GaussianGreedySelector(Selector):
         return Coreset.from_indices(
             source, est.columns[res.selected], method=type(self).__name__,
             objective=self.objective, rule=res.rule, gains=res.gains,
-            residual_variance=res.residual_variance, gaussian_estimate=est,
-            gaussian_fingerprint=source_fingerprint(source),
-            gaussian_options=estimate_options(self),
+            residual_variance=res.residual_variance,
             em_iter=None if est.em is None else est.em.n_iter,
             em_converged=None if est.em is None else est.em.converged,
             dropped=source.items[est.dropped],
@@ -176,7 +120,7 @@ class GaussianEntropySelector(_GaussianGreedySelector):
     estimator, release, max_iter, eps, shrinkage, tol, min_observed, transform,
     unit_diagonal, n_threads
         Correlation estimate, see
-        :func:`coreval.selection.gaussian.covariance.estimate_correlation` (defaults: the
+        :func:`coreval.gaussian.correlation.estimate_correlation` (defaults: the
         protocol's HEAD settings; ``release="prev"`` for the paper's BenchPress row).
     mandatory : sequence of str or int
         Benchmarks (ids or positions) selected first.
@@ -204,7 +148,7 @@ class GaussianMISelector(_GaussianGreedySelector):
     Same parameters as :class:`GaussianEntropySelector`; ``tie_tol`` defaults to 0 (the
     reference's "first strictly largest"). The complement precision is maintained by a
     pivoted Cholesky of ``R^{-1}`` (``O(N^3 + k^2 N)``, see
-    :func:`coreval.selection.gaussian.greedy.greedy_mi`).
+    :func:`coreval.gaussian.greedy.greedy_mi`).
 
     References
     ----------

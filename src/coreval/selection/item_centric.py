@@ -26,77 +26,15 @@ from typing import Literal
 
 import numpy as np
 from sklearn.cluster import KMeans
-from sklearn.neighbors import KNeighborsRegressor
 
+from coreval.base import Coreset, Selector
+from coreval.data.item_features import (
+    drop_constant,
+    item_features,
+    lite_features,
+)
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.selection.base import Coreset, Selector
-
-
-def item_features(source: ScoreMatrix, features=None, prefix: str = "feat_",
-                  allow_missing: bool = False) -> tuple[np.ndarray, list[str]]:
-    """The items × features matrix of ``source`` (explicit array or ``item_meta`` columns).
-
-    Returns
-    -------
-    F : ndarray of shape (n_items, n_features)
-    names : list of str
-    """
-    if features is not None:
-        F = np.asarray(features, dtype=float)
-        if F.ndim != 2 or F.shape[0] != source.n_items:
-            raise ValidationError(f"features must have shape ({source.n_items}, n_features), "
-                                  f"got {F.shape}")
-        names = [f"f{j}" for j in range(F.shape[1])]
-    else:
-        meta = source.item_meta
-        cols = [] if meta is None else [c for c in meta.columns if str(c).startswith(prefix)]
-        if not cols:
-            raise ValidationError(f"no item features: pass `features` or add item_meta columns "
-                                  f"prefixed {prefix!r} (this matrix has no item text)")
-        F = meta[cols].to_numpy(dtype=float)
-        names = [str(c) for c in cols]
-    if np.isinf(F).any() or (not allow_missing and np.isnan(F).any()):
-        raise ValidationError(f"item features contain NaN or inf ({int(np.isnan(F).sum())} NaN)")
-    return F, names
-
-
-def drop_constant(F: np.ndarray) -> np.ndarray:
-    """Boolean mask of the non-constant feature columns."""
-    keep = np.nanmax(F, axis=0) > np.nanmin(F, axis=0)
-    if not keep.any():
-        raise ValidationError("every item feature is constant; nothing to cluster on")
-    return keep
-
-
-def impute_annotations(embeddings: np.ndarray, annotations: np.ndarray, *,
-                       n_neighbors: int = 5) -> np.ndarray:
-    """Scales++ Lite: predict missing annotation rows from text embeddings with kNN.
-
-    Parameters
-    ----------
-    embeddings : array (n_items, d)
-        Text embeddings of every item.
-    annotations : array (n_items, n_scales)
-        Annotations of a labelled subset (rows without NaN); other rows NaN.
-
-    Returns
-    -------
-    ndarray (n_items, n_scales) — labelled rows unchanged, the rest predicted.
-    """
-    E = np.asarray(embeddings, dtype=float)
-    A = np.asarray(annotations, dtype=float)
-    labelled = ~np.isnan(A).any(axis=1)
-    if labelled.sum() < 1:
-        raise ValidationError("Scales++ Lite needs at least one labelled item")
-    if not np.isfinite(E).all():
-        raise ValidationError("item embeddings contain NaN or inf")
-    out = A.copy()
-    if (~labelled).any():
-        knn = KNeighborsRegressor(n_neighbors=min(n_neighbors, int(labelled.sum())),
-                                  weights="distance")
-        out[~labelled] = knn.fit(E[labelled], A[labelled]).predict(E[~labelled])
-    return out
 
 
 class ScalesSelector(Selector):
@@ -197,11 +135,3 @@ class ScalesLiteSelector(ScalesSelector):
     def _features(self, source: ScoreMatrix) -> np.ndarray:
         return lite_features(source, self.features, self.feature_prefix, self.embedding_prefix,
                              self.knn_neighbors)
-
-
-def lite_features(source: ScoreMatrix, features, feature_prefix: str, embedding_prefix: str,
-                  knn_neighbors: int) -> np.ndarray:
-    """Annotations with unlabelled rows filled in from text embeddings (Scales++ Lite)."""
-    A, _ = item_features(source, features, feature_prefix, allow_missing=True)
-    E, _ = item_features(source, None, embedding_prefix)
-    return impute_annotations(E, A, n_neighbors=knn_neighbors)

@@ -1,7 +1,8 @@
 """Lasso selection: the items with non-zero coefficients of a sparse regression.
 
 The selector sweeps the lasso penalty until at most ``k`` coefficients are
-non-zero; :class:`LassoPredictor` then predicts with that same lasso model.
+non-zero; :class:`coreval.prediction.lasso.LassoPredictor` then predicts with that same
+lasso model.
 
 References
 ----------
@@ -19,10 +20,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso, lasso_path
 
 from coreval._progress import progress
+from coreval.base import Coreset, LinearFit, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.prediction.ridge import LooRegressionPredictor
-from coreval.selection.base import Coreset, Selector
 
 
 def _default_alphas() -> np.ndarray:
@@ -73,8 +73,9 @@ class LassoSelector(Selector):
 
     Notes
     -----
-    ``coreset.info`` holds ``coef`` (coefficients of the coreset columns, in coreset
-    order), ``intercept`` and ``alpha``, which :class:`LassoPredictor` uses.
+    ``coreset.linear_fit`` holds the chosen lasso (coefficients of the coreset
+    columns in coreset order, intercept and penalty), which
+    :class:`coreval.prediction.lasso.LassoPredictor` predicts with.
     """
 
     def __init__(self, k: int = 10, alphas=None, max_iter: int = 10000, tol: float = 1e-4,
@@ -112,8 +113,8 @@ class LassoSelector(Selector):
                 "(the summary score is constant across source models?)"
             )
         intercept = float(y_mean - x_mean @ coef)
-        return Coreset.from_indices(source, support, method="lasso", coef=coef[support],
-                                    intercept=intercept, alpha=float(alpha),
+        fit = LinearFit(coef=coef[support], intercept=intercept, alpha=float(alpha))
+        return Coreset.from_indices(source, support, method="lasso", linear_fit=fit,
                                     n_nonzero=int(support.size), k_requested=int(k))
 
     def _path(self, xc: np.ndarray, yc: np.ndarray, grid: np.ndarray,
@@ -148,62 +149,3 @@ class LassoSelector(Selector):
                 if nnz == k:
                     break
         return best
-
-
-class LassoPredictor(LooRegressionPredictor):
-    """Predict with the selector's lasso model (no refit); jackknife+ interval.
-
-    The point prediction is ``intercept + x @ coef`` with the coefficients that
-    :class:`LassoSelector` stored in ``coreset.info`` (the reference predicts with
-    that same model). For the jackknife+ interval each source model is left out
-    in turn and a lasso with the selector's ``alpha`` is refitted on the coreset
-    columns only; restricting to the coreset keeps the refits cheap and is exact
-    for the full-data fit (the lasso restricted to its own support has the same
-    solution), but the folds cannot pick up new items. ``alpha`` is not
-    re-selected inside each fold.
-
-    Parameters
-    ----------
-    level : float
-        Nominal coverage of the interval.
-    max_iter : int
-        Iteration limit of the leave-one-out lasso refits.
-    interval : {"jackknife+", "none"}
-        Interval kind.
-    """
-
-    def __init__(self, level: float = 0.9, max_iter: int = 10000,
-                 interval: str = "jackknife+") -> None:
-        self.level = level
-        self.max_iter = max_iter
-        self.interval = interval
-
-    def _fit_full(self, x: np.ndarray, y: np.ndarray, source: ScoreMatrix) -> Lasso:
-        info = self.coreset_.info
-        if "coef" not in info or "intercept" not in info or "alpha" not in info:
-            raise ValidationError(
-                "LassoPredictor needs a coreset made by LassoSelector (coef/intercept/alpha "
-                "in coreset.info)"
-            )
-        coef = np.asarray(info["coef"], dtype=float)
-        if coef.shape != (x.shape[1],):
-            raise ValidationError(f"{coef.shape[0]} lasso coefficients for {x.shape[1]} columns")
-        self.alpha_ = float(info["alpha"])
-        model = Lasso(alpha=self.alpha_, max_iter=self.max_iter)
-        # Use the selector's coefficients as they are: the reference predicts with that model.
-        model.coef_ = coef
-        model.intercept_ = float(info["intercept"])
-        model.n_features_in_ = x.shape[1]
-        return model
-
-    def _loo_estimator(self) -> Lasso:
-        return _QuietLasso(alpha=self.alpha_, max_iter=self.max_iter)
-
-
-class _QuietLasso(Lasso):
-    """A Lasso whose fit does not warn when a leave-one-out refit stops at ``max_iter``."""
-
-    def fit(self, X, y, sample_weight=None, check_input=True):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            return super().fit(X, y, sample_weight=sample_weight, check_input=check_input)

@@ -24,9 +24,9 @@ from sklearn.decomposition import PCA
 from sklearn.feature_selection import f_regression
 
 from coreval._progress import progress
+from coreval.base import Coreset, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.selection.base import Coreset, Selector
 from coreval.selection.mutual_info import PluginMI, ksg_mi, lnc_mi, ross_mi
 
 Scheme = Literal["miq", "mid", "relevance", "fcd", "fcq"]
@@ -81,7 +81,7 @@ class MRMRSelector(Selector):
     Attributes
     ----------
     coreset_ : Coreset
-        ``info`` holds ``relevance`` (every item's ``R_j``), ``scores`` (the greedy
+        ``details`` holds ``relevance`` (every item's ``R_j``), ``scores`` (the greedy
         criterion of each pick), ``redundancy`` (``D̄`` of each pick), ``scheme``,
         ``target`` and ``estimator``.
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from coreval.base import Coreset, Selector
 from coreval.data.matrix import ScoreMatrix
-from coreval.selection.base import Coreset, Selector
 
 
 class RandomSelector(Selector):

@@ -2,7 +2,7 @@
 
 Subramani, Gomez & Diab (2025), "SimBA: Simplifying Benchmark Analysis Using Performance
 Matrices Alone", prowl phase. The source matrix is normalised
-(:mod:`coreval.selection.simba.normalise`), the chosen similarity between benchmarks is
+(:mod:`coreval.simba.normalise`), the chosen similarity between benchmarks is
 computed on pairwise-complete models, and benchmarks are added greedily (or by beam search)
 to maximise the proxy coverage ``mean_j max_{s in S} sim(j, s)``; the first ``k`` are the coreset.
 """
@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from coreval.base import Coreset, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.selection.base import Coreset, Selector
-from coreval.selection.simba.normalise import ChanceSpec, SimbaNormaliser
-from coreval.selection.simba.prowl import (
+from coreval.simba.normalise import ChanceSpec, SimbaNormaliser
+from coreval.simba.prowl import (
     SIMILARITY_FLOOR,
     CoverageModel,
     proxy_coverage_order,
 )
-from coreval.selection.simba.similarity import check_similarity, similarity_matrix
+from coreval.simba.similarity import check_similarity, similarity_matrix
 
 
 class SimbaSelector(Selector):
@@ -46,7 +46,7 @@ class SimbaSelector(Selector):
     Attributes
     ----------
     coreset_ : Coreset
-        ``info`` holds the proxy coverage of each prefix (``proxy``), the coverage ``eta`` of
+        ``details`` holds the proxy coverage of each prefix (``proxy``), the coverage ``eta`` of
         each prefix on the source models (``coverage``) and the similarity matrix.
 
     References

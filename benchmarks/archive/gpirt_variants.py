@@ -41,6 +41,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 import pandas as pd
+from gpirt_settings import reference
 
 import coreval.prediction.gp_irt as gp_irt
 import coreval.selection.irt_anchors as irt_anchors
@@ -48,7 +49,6 @@ from coreval._atomic import write_text_atomic
 from coreval.data import load_matrix
 from coreval.harness import run_grid
 from coreval.irt import models
-from gpirt_settings import reference
 from irt_methods import DATASETS, REPO, SHARED, TOLERANCE_PP
 
 

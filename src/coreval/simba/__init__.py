@@ -1,4 +1,7 @@
-"""SimBA (Subramani, Gomez & Diab, Findings of EMNLP 2025): stalk, prowl and pounce.
+"""The SimBA engine (Subramani, Gomez & Diab, Findings of EMNLP 2025): stalk, prowl, pounce.
+
+Used by :class:`~coreval.selection.simba_selector.SimbaSelector` (prowl) and
+:class:`~coreval.prediction.simba.SimbaPredictor` (pounce); it knows nothing of either.
 
 * :mod:`.normalise` — chance-corrected ``[0, 1]`` scores.
 * :mod:`.stalk` — pairwise dataset / model relationships (six regressors, ``R^2 >= 0.5``).
@@ -22,15 +25,15 @@ SCAUC and AUC-MSE normalisations, the pounce protocol, missing-entry handling) i
 and is documented in the module that implements it.
 """
 
-from coreval.selection.simba.normalise import SimbaNormaliser, chance_vector, normalise_scores
-from coreval.selection.simba.pounce import (
+from coreval.simba.normalise import SimbaNormaliser, chance_vector, normalise_scores
+from coreval.simba.pounce import (
     REGRESSORS,
     auc_mse,
     make_regressor,
     pounce_curve,
     pounce_mse,
 )
-from coreval.selection.simba.prowl import (
+from coreval.simba.prowl import (
     COVERAGE_TARGET,
     ProwlResult,
     coverage,
@@ -41,8 +44,8 @@ from coreval.selection.simba.prowl import (
     scauc,
     size_at,
 )
-from coreval.selection.simba.similarity import SIMILARITIES, similarity, similarity_matrix
-from coreval.selection.simba.stalk import FAMILIES, KINDS, classify_pair, stalk, stalk_summary
+from coreval.simba.similarity import SIMILARITIES, similarity, similarity_matrix
+from coreval.simba.stalk import FAMILIES, KINDS, classify_pair, stalk, stalk_summary
 
 __all__ = [
     "COVERAGE_TARGET", "FAMILIES", "KINDS", "REGRESSORS", "SIMILARITIES", "ProwlResult",

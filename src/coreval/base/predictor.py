@@ -9,68 +9,32 @@ interval, or a Gaussian conditional interval.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 
+from coreval.base.cache import FitCache
+from coreval.base.checks import check_source
+from coreval.base.coreset import Coreset
+from coreval.base.prediction import Prediction
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.selection.base import Coreset, check_source
 
-IntervalKind = Literal[
-    "posterior", "jackknife+", "split-conformal", "gaussian-conditional", "bootstrap",
-    "residual-resampling", "binomial", "none",
-]
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """Predicted scores with a central interval.
-
-    Attributes
-    ----------
-    mean : ndarray, shape (n_models,) or (n_models, n_columns)
-        Point predictions (summary score, or one value per column when imputing).
-    lower, upper : ndarray, same shape as ``mean``
-        Bounds of the central ``level`` interval.
-    level : float
-        Nominal coverage of ``[lower, upper]`` (default 0.9).
-    interval : str
-        How the interval was made, e.g. ``"posterior"`` (credible interval from
-        draws), ``"jackknife+"`` (Barber et al. 2021), ``"split-conformal"``,
-        ``"gaussian-conditional"``.
-    draws : ndarray, shape (n_draws, *mean.shape), optional
-        Posterior predictive draws where the method has them.
-    columns : ndarray of str, optional
-        Column ids of ``mean``'s second axis when imputing.
-    """
-
-    mean: np.ndarray
-    lower: np.ndarray
-    upper: np.ndarray
-    level: float = 0.9
-    interval: str = "none"
-    draws: np.ndarray | None = None
-    columns: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("mean", "lower", "upper"):
-            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float))
-        if not (self.mean.shape == self.lower.shape == self.upper.shape):
-            raise ValidationError(
-                f"prediction shapes differ: mean {self.mean.shape}, lower {self.lower.shape}, "
-                f"upper {self.upper.shape}"
-            )
-
-    @property
-    def width(self) -> np.ndarray:
-        return self.upper - self.lower
+#: ``refit(sub, **params) -> (coreset, fitted predictor)``: the whole method (selection
+#: included) re-run on a subset of the source models, with predictor parameters overridden.
+FoldRefit = Callable[..., tuple[Coreset, "Predictor"]]
 
 
 class Predictor(BaseEstimator):
-    """Base class of predictors; subclasses implement ``_fit`` and ``_predict``."""
+    """Base class of predictors; subclasses implement ``_fit`` and ``_predict``.
+
+    ``fit`` stores ``coreset_``, ``n_items_``, the caller's fit cache ``cache_``
+    and ``refit_``, the function that re-runs the method on a subset of the
+    source models (used by predictors that estimate something out of fold, via
+    :func:`coreval.base.crossval.out_of_fold`).
+    """
 
     #: "score": predict the per-model summary score; "impute": predict every column.
     task: str = "score"
@@ -79,15 +43,38 @@ class Predictor(BaseEstimator):
     min_source_models: int = 2
     needs_binary: bool = False
 
-    def fit(self, source: ScoreMatrix, coreset: Coreset) -> Predictor:
+    def fit(self, source: ScoreMatrix, coreset: Coreset, *, cache: FitCache | None = None,
+            refit: FoldRefit | None = None) -> Predictor:
+        """Fit on the source models and the coreset chosen on them.
+
+        Parameters
+        ----------
+        source : ScoreMatrix
+        coreset : Coreset
+        cache : FitCache, optional
+            The cache the selector used, so that shared fits are reused.
+        refit : callable, optional
+            ``refit(sub, **params) -> (coreset, predictor)`` re-runs the method,
+            selection included, on a subset ``sub`` of the source models (given by
+            :func:`coreval.pipeline.fit_method`). Without it the coreset is held
+            fixed (:meth:`fixed_coreset_refit`).
+        """
         check_source(source, min_models=self.min_source_models, binary=self.needs_binary,
                      who=type(self).__name__)
         if len(coreset) == 0:
             raise ValidationError(f"{type(self).__name__} got an empty coreset")
         self.coreset_ = coreset
         self.n_items_ = source.n_items
+        self.cache_ = cache
+        self.refit_ = refit if refit is not None else self.fixed_coreset_refit
         self._fit(source, coreset)
         return self
+
+    def fixed_coreset_refit(self, sub: ScoreMatrix, **params: Any) -> tuple[Coreset, Predictor]:
+        """Refit a copy of this predictor on ``sub`` with the same coreset columns."""
+        coreset = Coreset.from_indices(sub, self.coreset_.indices, weights=self.coreset_.weights,
+                                       method=self.coreset_.method)
+        return coreset, clone(self).set_params(**params).fit(sub, coreset, cache=self.cache_)
 
     def predict(self, responses) -> Prediction:
         """Predict from target responses on the coreset columns.
@@ -99,7 +86,10 @@ class Predictor(BaseEstimator):
         """
         if not hasattr(self, "coreset_"):
             raise ValidationError(f"{type(self).__name__} is not fitted; call fit first")
-        x = np.asarray(responses, dtype=float)
+        try:
+            x = np.asarray(responses, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"responses must be numbers: {exc}") from None
         if x.ndim == 1:
             x = x[None, :]
         if x.ndim != 2 or x.shape[1] != len(self.coreset_):
@@ -107,6 +97,8 @@ class Predictor(BaseEstimator):
                 f"responses have shape {np.shape(responses)}, expected "
                 f"(n_models, {len(self.coreset_)}) for this coreset"
             )
+        if np.isinf(x).any():
+            raise ValidationError(f"{int(np.isinf(x).sum())} responses are infinite")
         if not self.allows_missing_responses and np.isnan(x).any():
             raise ValidationError(
                 f"{type(self).__name__} cannot use missing (NaN) responses on the coreset; "

@@ -111,14 +111,18 @@ class SimbaNormaliser:
                 f"chance level is at or above the top of the scale for: {preview(bad)}")
         return self
 
-    def transform(self, values: np.ndarray, *, clip: bool = True) -> np.ndarray:
+    def transform(self, values: np.ndarray, *, clip: bool = True,
+                  columns: np.ndarray | None = None) -> np.ndarray:
         """Normalised scores ``max(0, (u - c) / (1 - c))`` of the unit-scaled ``u``.
 
         With ``clip=False`` values are only affinely mapped (no floor at 0, no cap at 1), so
-        the map can be inverted exactly; predictors use this for new models.
+        the map can be inverted exactly; predictors use this for new models. ``columns``
+        (positions in the fitted matrix) says which columns ``values`` holds (default: all).
         """
-        u = (np.asarray(values, dtype=float) - self.offset_) / self.span_
-        z = (u - self.chance_) / (1.0 - self.chance_)
+        cols = slice(None) if columns is None else np.asarray(columns, dtype=np.intp)
+        offset, span, chance = self.offset_[cols], self.span_[cols], self.chance_[cols]
+        u = (np.asarray(values, dtype=float) - offset) / span
+        z = (u - chance) / (1.0 - chance)
         if clip:
             z = np.clip(z, 0.0, 1.0)  # np.clip keeps NaN
         return z

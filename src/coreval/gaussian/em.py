@@ -1,20 +1,11 @@
-"""Covariance and correlation of a benchmark-level score matrix with missing entries.
+"""EM estimate of the mean and covariance of Gaussian rows with missing entries.
 
-Implements Section 4.3 of Smola, "Submodular Benchmark Selection" (2026) as run by the
-reference code (``smolix/benchmark-selection``, ``code/em_cov.py`` and
-``estimate_corr_em`` of ``code/eval_entropy_vs_mi.py``; protocol in
-``shared/anchors/benchmark_selection/PROTOCOL.md`` sections 3-4):
-
-1. per-column standardisation with the observed-entry mean and standard deviation
-   (ddof 1), the standard deviation floored at ``0.01 (|mean| + 1)``;
-2. a pairwise-complete covariance projected onto the PSD cone (eigenvalue floor ``eps``);
-3. EM for Gaussian data with missing entries (Dempster, Laird & Rubin 1977; Little & Rubin
-   2019, ch. 11): the E-step fills missing entries with their conditional means and adds the
-   conditional covariances in the M-step (divisor M), followed by a PSD projection;
-4. optional linear shrinkage to the scaled identity, ``alpha = (N - M) / N`` ("auto") when
-   there are fewer rows than columns, applied at initialisation and once after the loop
-   (exactly as the reference code does, not inside the loop);
-5. the correlation ``R = Sigma / sqrt(diag Sigma diag Sigma^T)``.
+Smola, "Submodular Benchmark Selection" (2026), Section 4.3 as run by the reference code
+(``smolix/benchmark-selection``, ``code/em_cov.py``; protocol section 4); Dempster, Laird &
+Rubin (1977); Little & Rubin (2019), ch. 11. The E-step fills missing entries with their
+conditional means and adds the conditional covariances in the M-step (divisor M), followed
+by a PSD projection. Shrinkage is applied at initialisation and once after the loop (exactly
+as the reference code does, not inside the loop).
 
 Speed: the E-step groups rows with the same missingness pattern and factorises one block
 per pattern (``Sigma_oo``, or the precision block ``K_mm`` when fewer entries are missing
@@ -25,7 +16,9 @@ The conditional covariances of all rows are summed with two matrix products and 
 (monitoring) comes from the same factors, so no second pass is needed. The PSD projection
 skips its eigendecomposition when ``Sigma - eps I`` has a Cholesky factor (floor inactive).
 BLAS threads are limited with ``threadpoolctl`` (default one thread: the matrices are small,
-and more threads only add synchronisation overhead). See ``benchmarks/results/em_speed.md``.
+and more threads only add synchronisation overhead). See ``benchmarks/results/em_speed.md``;
+the straightforward per-row EM that it is checked and timed against lives in
+``tests/reference_em.py``.
 """
 
 from __future__ import annotations
@@ -37,165 +30,17 @@ from functools import lru_cache
 from typing import Literal
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, eigh, lapack
+from scipy.linalg import eigh, lapack
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from coreval._progress import progress_bar
-from coreval.errors import ValidationError, preview
+from coreval.errors import ValidationError
+from coreval.gaussian.covariance import auto_shrinkage, pairwise_covariance, project_psd, shrink
 
-Release = Literal["head", "prev"]
-Estimator = Literal["auto", "em", "pairwise"]
-Transform = Literal["none", "logit"]
-
-#: Relative floor of the standard deviation used by the reference code (``0.01 (|mean| + 1)``).
-STD_FLOOR = 0.01
 #: Convergence tolerance of the relative Frobenius change used by the protocol.
 PROTOCOL_TOL = 5e-4
-#: Clip of logit-transformed scores (values are clipped to ``[LOGIT_CLIP, 1 - LOGIT_CLIP]``).
-LOGIT_CLIP = 1e-4
 _LOG_2PI = float(np.log(2.0 * np.pi))
-
-
-# --------------------------------------------------------------------------- standardise
-@dataclass(frozen=True)
-class Standardization:
-    """Per-column location and scale: ``z = (x - mean) / std``.
-
-    Attributes
-    ----------
-    mean, std : ndarray of shape (n_columns,)
-        Observed-entry mean and floored standard deviation of each column.
-    transform : {"none", "logit"}
-        Transform applied to the raw scores before standardising.
-    """
-
-    mean: np.ndarray
-    std: np.ndarray
-    transform: str = "none"
-
-    def forward(self, values: np.ndarray) -> np.ndarray:
-        """Raw scores -> standardised scores (NaN stays NaN)."""
-        return (apply_transform(values, self.transform) - self.mean) / self.std
-
-    def inverse(self, z: np.ndarray) -> np.ndarray:
-        """Standardised scores -> raw scores (undoes :meth:`forward`)."""
-        return invert_transform(np.asarray(z) * self.std + self.mean, self.transform)
-
-
-def apply_transform(values: np.ndarray, transform: str = "none") -> np.ndarray:
-    """Apply the score transform: identity or ``logit`` of scores in [0, 1].
-
-    Parameters
-    ----------
-    values : ndarray
-        Raw scores, NaN for missing.
-    transform : {"none", "logit"}
-        ``"logit"`` clips to ``[1e-4, 1 - 1e-4]`` and returns ``log(p / (1 - p))``
-        (the paper's logit-space variant, ``code/eval_logit.py``).
-
-    Returns
-    -------
-    ndarray
-        Transformed scores.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    if transform == "none":
-        return values
-    if transform != "logit":
-        raise ValidationError(f"transform must be 'none' or 'logit', got {transform!r}")
-    observed = values[~np.isnan(values)]
-    if observed.size and (observed.min() < 0.0 or observed.max() > 1.0):
-        raise ValidationError(
-            f"logit transform needs scores in [0, 1]; got range "
-            f"[{observed.min():.4g}, {observed.max():.4g}]"
-        )
-    p = np.clip(values, LOGIT_CLIP, 1.0 - LOGIT_CLIP)
-    return np.log(p) - np.log1p(-p)
-
-
-def invert_transform(values: np.ndarray, transform: str = "none") -> np.ndarray:
-    """Inverse of :func:`apply_transform` (``expit`` for ``"logit"``)."""
-    if transform == "logit":
-        from scipy.special import expit
-
-        return expit(values)
-    return np.asarray(values, dtype=np.float64)
-
-
-def fit_standardization(values: np.ndarray, *, floor: float = STD_FLOOR,
-                        transform: str = "none") -> Standardization:
-    """Observed-entry mean and standard deviation of each column (protocol section 3).
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_models, n_columns)
-        Scores, NaN for missing.
-    floor : float
-        The standard deviation is floored at ``floor * (|mean| + 1)`` (reference:
-        ``col_std_floor = 0.01 * (|mean| + 1)``), so a constant column does not explode.
-    transform : {"none", "logit"}
-        Transform applied before standardising.
-
-    Returns
-    -------
-    Standardization
-        ``mean`` = observed mean (0 for an unobserved column), ``std`` from the ddof-1
-        variance over observed entries (0 for fewer than two entries) with the floor.
-    """
-    x = apply_transform(values, transform)
-    obs = ~np.isnan(x)
-    cnt = obs.sum(axis=0)
-    x0 = np.where(obs, x, 0.0)
-    mean = x0.sum(axis=0) / np.maximum(cnt, 1)
-    resid = np.where(obs, x - mean, 0.0)
-    var = (resid**2).sum(axis=0) / np.maximum(cnt - 1, 1)
-    std = np.sqrt(np.maximum(var, (floor * (np.abs(mean) + 1.0)) ** 2))
-    return Standardization(mean=mean, std=std, transform=transform)
-
-
-# --------------------------------------------------------------------- simple estimates
-def pairwise_covariance(z: np.ndarray, observed: np.ndarray) -> np.ndarray:
-    """Pairwise-complete covariance of centred data (reference init, ``Eq. pairwise-cov``).
-
-    ``S_jk = sum_i O_ij O_ik zc_ij zc_ik / max(n_jk - 1, 1)`` with ``zc = O (z - mu)``,
-    ``mu`` the observed-entry mean and ``n_jk`` the number of rows observing both columns.
-
-    Parameters
-    ----------
-    z : ndarray of shape (n_models, n_columns)
-        Data; entries where ``observed`` is false are ignored.
-    observed : ndarray of bool, same shape
-        Observation mask.
-
-    Returns
-    -------
-    ndarray of shape (n_columns, n_columns)
-        Symmetric, not necessarily PSD.
-    """
-    obs = observed.astype(np.float64)
-    mu = (np.where(observed, z, 0.0)).sum(axis=0) / np.maximum(obs.sum(axis=0), 1.0)
-    zc = np.where(observed, z - mu, 0.0)
-    return (zc.T @ zc) / np.maximum(obs.T @ obs - 1.0, 1.0)
-
-
-def project_psd(s: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """Nearest symmetric matrix with eigenvalues ``>= eps`` (eigenvalue clamp, Frobenius norm).
-
-    Parameters
-    ----------
-    s : ndarray of shape (n, n)
-        Symmetric matrix.
-    eps : float
-        Eigenvalue floor.
-
-    Returns
-    -------
-    ndarray of shape (n, n)
-        ``V max(Lambda, eps) V^T`` from ``scipy.linalg.eigh``.
-    """
-    w, v = eigh(s, check_finite=False)
-    return (v * np.maximum(w, eps)) @ v.T
 
 
 def _project_psd_if_needed(s: np.ndarray, eps: float,
@@ -256,24 +101,6 @@ def _eigh_evr(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return w, v
 
 
-def auto_shrinkage(n_rows: int, n_cols: int) -> float:
-    """The reference "auto" shrinkage ``alpha = (N - M) / N`` when ``M < N``, else 0."""
-    return max(0.0, (n_cols - n_rows) / n_cols) if n_rows < n_cols else 0.0
-
-
-def shrink(s: np.ndarray, alpha: float) -> np.ndarray:
-    """Linear shrinkage to the scaled identity: ``(1 - alpha) S + alpha tr(S)/N I``.
-
-    The Ledoit & Wolf (2004) target ``tr(S)/N I``; the intensity is fixed (no Ledoit-Wolf
-    estimate of the optimal intensity), as in the reference code.
-    """
-    if alpha <= 0:
-        return s
-    n = s.shape[0]
-    return (1.0 - alpha) * s + alpha * (np.trace(s) / n) * np.eye(n)
-
-
-# ----------------------------------------------------------------------------- EM
 @dataclass(frozen=True)
 class EMResult:
     """Result of :func:`em_covariance`.
@@ -612,246 +439,3 @@ def em_covariance(z: np.ndarray, observed: np.ndarray | None = None, *, max_iter
                       f"{change:.3g} >= tol {tol:g})", ConvergenceWarning, stacklevel=2)
     return EMResult(mean=mu, covariance=sigma, n_iter=it, converged=converged,
                     last_change=change, loglik=np.asarray(logliks), shrinkage=alpha)
-
-
-def em_covariance_per_row(z: np.ndarray, observed: np.ndarray | None = None, *,
-                          max_iter: int = 500, tol: float = PROTOCOL_TOL, eps: float = 1e-6,
-                          shrinkage: float | Literal["auto"] = 0.0) -> EMResult:
-    """Direct per-row EM (same algorithm as :func:`em_covariance`), the speed reference.
-
-    Written the straightforward way of the reference code: a Cholesky of ``Sigma_oo`` for every
-    row, a dense ``N x N`` conditional covariance per row, and a second per-row pass for the
-    observed-data log-likelihood at the new parameters. Used by ``benchmarks/em_speed.py`` and
-    the tests to check that the grouped E-step converges to the same covariance. BLAS threads
-    are left as the caller set them.
-
-    Parameters
-    ----------
-    z, observed, max_iter, tol, eps, shrinkage
-        As in :func:`em_covariance`.
-
-    Returns
-    -------
-    EMResult
-    """
-    z = np.asarray(z, dtype=np.float64)
-    observed = ~np.isnan(z) if observed is None else np.asarray(observed, dtype=bool)
-    m_rows, n = z.shape
-    z0 = np.where(observed, z, 0.0)
-    alpha = auto_shrinkage(m_rows, n) if shrinkage == "auto" else float(shrinkage)
-    mu = z0.sum(axis=0) / np.maximum(observed.sum(axis=0), 1)
-    sigma = shrink(project_psd(pairwise_covariance(z0, observed), eps), alpha)
-
-    def factor(s: np.ndarray) -> tuple:
-        try:
-            return cho_factor(s)
-        except np.linalg.LinAlgError:
-            return cho_factor(s + 1e-6 * np.eye(len(s)))
-
-    def loglik(mu_: np.ndarray, sigma_: np.ndarray) -> float:
-        total = 0.0
-        for i in range(m_rows):
-            o = np.flatnonzero(observed[i])
-            if len(o) == 0:
-                continue
-            cf = factor(sigma_[np.ix_(o, o)])
-            r = z0[i, o] - mu_[o]
-            total -= 0.5 * (len(o) * _LOG_2PI + 2 * np.log(np.diag(cf[0])).sum()
-                            + r @ cho_solve(cf, r))
-        return total
-
-    logliks = [loglik(mu, sigma)]
-    converged, change, it = False, np.inf, 0
-    for it in range(1, max_iter + 1):
-        filled = z0.copy()
-        cond = []
-        for i in range(m_rows):
-            o, mis = np.flatnonzero(observed[i]), np.flatnonzero(~observed[i])
-            c_i = np.zeros((n, n))
-            if len(mis) and not len(o):
-                filled[i] = mu
-                c_i[:] = sigma
-            elif len(mis):
-                cf = factor(sigma[np.ix_(o, o)])
-                s_mo = sigma[np.ix_(mis, o)]
-                filled[i, mis] = mu[mis] + s_mo @ cho_solve(cf, z0[i, o] - mu[o])
-                c_i[np.ix_(mis, mis)] = sigma[np.ix_(mis, mis)] - s_mo @ cho_solve(cf, s_mo.T)
-            cond.append(c_i)
-        mu_new = filled.mean(axis=0)
-        centred = filled - mu_new
-        sigma_new = project_psd(centred.T @ centred / m_rows + sum(cond) / m_rows, eps)
-        change = float(np.linalg.norm(sigma_new - sigma) / max(np.linalg.norm(sigma), 1e-10))
-        mu, sigma = mu_new, sigma_new
-        logliks.append(loglik(mu, sigma))
-        if change < tol and it > 1:
-            converged = True
-            break
-    sigma = shrink(sigma, alpha)
-    return EMResult(mean=mu, covariance=sigma, n_iter=it, converged=converged,
-                    last_change=change, loglik=np.asarray(logliks), shrinkage=alpha)
-
-
-# ------------------------------------------------------------------- full estimate
-@dataclass(frozen=True)
-class CorrelationEstimate:
-    """Correlation of the kept columns of a score matrix, with its standardisation.
-
-    Attributes
-    ----------
-    correlation : ndarray of shape (n_kept, n_kept)
-        ``R`` used for selection and imputation (standardised space).
-    covariance : ndarray of shape (n_kept, n_kept)
-        The estimated covariance of the standardised scores.
-    columns : ndarray of int
-        Positions (in the source matrix) of the kept columns; ``correlation`` is indexed
-        in this order.
-    standardization : Standardization
-        Observed mean/std of the kept columns (to undo the standardisation).
-    estimator : str
-        ``"em"`` or ``"pairwise"``.
-    em : EMResult or None
-        EM diagnostics (iterations, convergence, log-likelihood trace).
-    dropped : ndarray of int
-        Positions of columns dropped for having fewer than ``min_observed`` entries.
-    """
-
-    correlation: np.ndarray
-    covariance: np.ndarray
-    columns: np.ndarray
-    standardization: Standardization
-    estimator: str
-    em: EMResult | None = None
-    dropped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
-
-
-def protocol_em_options(n_rows: int, n_cols: int, observed_fraction: float,
-                        release: Release = "head") -> dict:
-    """EM settings of the reference ``estimate_corr_em`` (protocol section 4 and 8).
-
-    Parameters
-    ----------
-    n_rows, n_cols : int
-        Training rows M and columns N.
-    observed_fraction : float
-        Fraction of observed training entries.
-    release : {"head", "prev"}
-        ``"head"`` (f339e73): "regularized" = ``M < N or observed < 0.5`` -> eps 1e-3 and
-        1000 iterations, else eps 1e-6 and 500. ``"prev"`` (319b4e7, used for the paper's
-        BenchPress row): eps 1e-3 if ``M < N`` else 1e-6, always 500 iterations.
-
-    Returns
-    -------
-    dict
-        ``max_iter``, ``eps`` and ``shrinkage`` ("auto" if ``M < N`` else 0.0).
-    """
-    shrink_opt: float | str = "auto" if n_rows < n_cols else 0.0
-    if release == "head":
-        regularized = n_rows < n_cols or observed_fraction < 0.5
-        return {"max_iter": 1000 if regularized else 500,
-                "eps": 1e-3 if regularized else 1e-6, "shrinkage": shrink_opt}
-    if release == "prev":
-        return {"max_iter": 500, "eps": 1e-3 if n_rows < n_cols else 1e-6,
-                "shrinkage": shrink_opt}
-    raise ValidationError(f"release must be 'head' or 'prev', got {release!r}")
-
-
-def correlation_from_covariance(sigma: np.ndarray) -> np.ndarray:
-    """``R = Sigma / sqrt(d d^T)`` with the diagonal floored at 1e-12 (protocol section 4.4)."""
-    d_inv = 1.0 / np.sqrt(np.maximum(np.diag(sigma), 1e-12))
-    return sigma * np.outer(d_inv, d_inv)
-
-
-def estimate_correlation(values: np.ndarray, *, estimator: Estimator = "auto",
-                         release: Release = "head", max_iter: int | None = None,
-                         eps: float | None = None,
-                         shrinkage: float | Literal["auto"] | None = None,
-                         tol: float = PROTOCOL_TOL, min_observed: int = 2,
-                         transform: Transform = "none", unit_diagonal: bool = False,
-                         n_threads: int | None = 1, names: np.ndarray | None = None,
-                         warn: bool = True) -> CorrelationEstimate:
-    """Correlation matrix of benchmark scores as in the reference ``estimate_corr``.
-
-    Parameters
-    ----------
-    values : ndarray of shape (n_models, n_columns)
-        Raw scores, NaN = missing.
-    estimator : {"auto", "em", "pairwise"}
-        "auto" follows the reference: EM if the observed fraction is < 0.9 or ``M < N``,
-        else the pairwise-complete correlation (eigenvalue floor 1e-6, rescaled to unit
-        diagonal, std floor 1e-6 instead of the relative floor).
-    release : {"head", "prev"}
-        Which reference release's EM settings to use when ``max_iter``/``eps``/``shrinkage``
-        are not given (see :func:`protocol_em_options`).
-    max_iter, eps, shrinkage : optional
-        Override the protocol EM settings.
-    tol : float
-        EM tolerance (relative Frobenius change).
-    min_observed : int
-        Columns observed for fewer models are dropped with a warning naming them (they
-        cannot be selected, and are predicted as NaN). Default 2: a single entry gives no
-        variance. The reference code keeps them (``min_observed=1`` reproduces it).
-    transform : {"none", "logit"}
-        Score transform before standardising.
-    unit_diagonal : bool
-        Set ``diag(R)`` to exactly 1 (removes the rounding noise that decides the first greedy
-        entropy pick of the reference, protocol section 5).
-    n_threads : int or None
-        BLAS threads during EM.
-    names : ndarray of str, optional
-        Column ids for the warning about dropped columns.
-    warn : bool
-        Warn when EM does not converge.
-
-    Returns
-    -------
-    CorrelationEstimate
-    """
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim != 2:
-        raise ValidationError(f"scores must be a 2-D matrix, got shape {values.shape}")
-    if np.isinf(values).any():
-        raise ValidationError("scores contain ±inf; use NaN for missing entries")
-    if min_observed < 1:
-        raise ValidationError(f"min_observed must be >= 1, got {min_observed}")
-    counts = (~np.isnan(values)).sum(axis=0)
-    keep = np.flatnonzero(counts >= min_observed)
-    dropped = np.flatnonzero(counts < min_observed)
-    if len(dropped):
-        labels = dropped if names is None else np.asarray(names)[dropped]
-        warnings.warn(f"dropping {len(dropped)} column(s) observed for fewer than "
-                      f"{min_observed} models: {preview(labels)}", UserWarning, stacklevel=2)
-    if len(keep) == 0:
-        raise ValidationError(f"no column is observed for at least {min_observed} models")
-    x = values[:, keep]
-    m_rows, n = x.shape
-    if m_rows < 2:
-        raise ValidationError(f"need at least 2 models to estimate a covariance, got {m_rows}")
-    observed = ~np.isnan(x)
-    obs_frac = float(observed.mean())
-    if estimator == "auto":
-        estimator = "em" if (obs_frac < 0.9 or m_rows < n) else "pairwise"
-    em_result = None
-    if estimator == "pairwise":
-        std = fit_standardization(x, floor=0.0, transform=transform)
-        std = Standardization(std.mean, np.sqrt(np.maximum(std.std**2, 1e-12)), transform)
-        z = np.where(observed, std.forward(x), 0.0)
-        obs = observed.astype(np.float64)
-        gram = (z.T @ z) / np.maximum(obs.T @ obs - 1.0, 1.0)
-        sigma = project_psd(gram, 1e-6)
-    elif estimator == "em":
-        std = fit_standardization(x, transform=transform)
-        z = np.where(observed, std.forward(x), 0.0)
-        opts = protocol_em_options(m_rows, n, obs_frac, release)
-        for key, val in (("max_iter", max_iter), ("eps", eps), ("shrinkage", shrinkage)):
-            if val is not None:
-                opts[key] = val
-        em_result = em_covariance(z, observed, tol=tol, n_threads=n_threads, warn=warn, **opts)
-        sigma = em_result.covariance
-    else:
-        raise ValidationError(f"estimator must be 'auto', 'em' or 'pairwise', got {estimator!r}")
-    corr = correlation_from_covariance(sigma)
-    if unit_diagonal:
-        np.fill_diagonal(corr, 1.0)
-    return CorrelationEstimate(correlation=corr, covariance=sigma, columns=keep,
-                               standardization=std, estimator=estimator, em=em_result,
-                               dropped=dropped)

@@ -41,7 +41,7 @@ import numpy as np
 
 from coreval._progress import progress
 from coreval.errors import ValidationError
-from coreval.selection.simba.similarity import check_similarity, similarity_matrix
+from coreval.simba.similarity import check_similarity, similarity_matrix
 
 #: Lowest value of each similarity (stands in for NaN in the proxy coverage).
 SIMILARITY_FLOOR: dict[str, float] = {

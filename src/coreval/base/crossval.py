@@ -1,0 +1,134 @@
+"""The one out-of-fold loop: a method re-run on K folds of the source models.
+
+Everything coreval estimates out of fold goes through :func:`out_of_fold`:
+the ``calibration="cv"`` interval of :func:`coreval.pipeline.fit_method`,
+irt-bayes' misfit term, and the stacking weights. Each fold re-runs the whole
+method, selection included (``refit``), on the other folds' source models and
+predicts the held-out models from their responses on *that fold's* coreset, so
+a held-out model played no part in choosing the columns it is scored on.
+
+References
+----------
+Lei, J., G'Sell, M., Rinaldo, A., Tibshirani, R. J. & Wasserman, L. (2018).
+"Distribution-free predictive inference for regression". *JASA* 113(523).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.model_selection import KFold
+
+from coreval._progress import progress
+from coreval.base.coreset import Coreset
+from coreval.data.matrix import ScoreMatrix
+from coreval.errors import ValidationError
+
+
+@dataclass(frozen=True)
+class OutOfFold:
+    """Out-of-fold predictions of source models.
+
+    Attributes
+    ----------
+    rows : ndarray of int
+        Source rows that were predicted, in increasing order.
+    truth : ndarray
+        Their full (summary) scores.
+    mean, lower, upper : ndarray
+        The out-of-fold predictions and interval bounds.
+    variance : ndarray or None
+        Variance of the predictive draws, where the predictor has draws.
+    fold : ndarray of int
+        The fold of each row.
+    """
+
+    rows: np.ndarray
+    truth: np.ndarray
+    mean: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    variance: np.ndarray | None
+    fold: np.ndarray
+
+    @property
+    def residuals(self) -> np.ndarray:
+        """``truth − mean``."""
+        return self.truth - self.mean
+
+
+def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], *,
+                folds: int, seed: int, rows: np.ndarray | None = None,
+                complete_only: bool = False, params: dict[str, Any] | None = None,
+                show_progress: bool | None = None, desc: str = "out-of-fold") -> OutOfFold:
+    """Predict ``rows`` of ``source`` out of fold with ``refit``.
+
+    Parameters
+    ----------
+    source : ScoreMatrix
+        Source models.
+    refit : callable
+        ``refit(sub, **params) -> (coreset, fitted predictor)``; the method re-run
+        on the source models outside a fold.
+    folds : int
+        Number of folds (at most the number of rows; at least 2).
+    seed : int
+        ``random_state`` of the shuffled :class:`sklearn.model_selection.KFold`.
+    rows : ndarray of int, optional
+        The source rows to predict (all by default). The models outside a fold
+        are all other source rows, predicted or not.
+    complete_only : bool
+        Skip held-out rows with a missing response on their fold's coreset
+        (otherwise the predictor sees the NaN).
+    params : dict, optional
+        Predictor parameters for the fold fits (e.g. ``{"misfit": "none"}``).
+
+    Returns
+    -------
+    OutOfFold
+    """
+    n = source.n_models
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.intp)
+    n_folds = min(int(folds), len(rows))
+    if n_folds < 2:
+        raise ValidationError(
+            f"out-of-fold estimation needs at least 2 folds of source models; got {len(rows)} "
+            f"models and folds={folds}")
+    truth = source.summary_scores()
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in
+                                          ("rows", "mean", "lower", "upper", "var", "fold")}
+    has_draws = True
+    splits = KFold(n_folds, shuffle=True, random_state=seed).split(rows)
+    for f, (_, held_pos) in enumerate(progress(splits, desc=desc, total=n_folds,
+                                               show=show_progress)):
+        held = rows[held_pos]
+        sub = source.take(np.setdiff1d(np.arange(n), held))
+        coreset, predictor = refit(sub, **(params or {}))
+        x = source.values[np.ix_(held, coreset.indices)]
+        if complete_only:
+            keep = ~np.isnan(x).any(axis=1)
+            held, x = held[keep], x[keep]
+        if len(held) == 0:
+            continue
+        pred = predictor.predict(x)
+        parts["rows"].append(held)
+        parts["mean"].append(pred.mean)
+        parts["lower"].append(pred.lower)
+        parts["upper"].append(pred.upper)
+        parts["fold"].append(np.full(len(held), f))
+        if pred.draws is None:
+            has_draws = False
+        else:
+            parts["var"].append(pred.draws.var(axis=0))
+    if not parts["rows"]:
+        empty = np.zeros(0)
+        return OutOfFold(np.zeros(0, np.intp), empty, empty, empty, empty,
+                         empty if has_draws else None, np.zeros(0, np.intp))
+    order = np.argsort(np.concatenate(parts["rows"]), kind="stable")
+    cat = {k: np.concatenate(v)[order] for k, v in parts.items() if v}
+    return OutOfFold(rows=cat["rows"], truth=truth[cat["rows"]], mean=cat["mean"],
+                     lower=cat["lower"], upper=cat["upper"],
+                     variance=cat.get("var") if has_draws else None, fold=cat["fold"])
