@@ -17,7 +17,7 @@ pytest.importorskip("importlinter")
 def _lint(src: Path) -> subprocess.CompletedProcess:
     """Run lint-imports with the repository's contract on the package under ``src``."""
     code = ("import sys; from importlinter.cli import lint_imports; "
-            f"sys.exit(lint_imports(config_filename={str(ROOT / 'pyproject.toml')!r}))")
+            f"sys.exit(lint_imports(config_filename={str(ROOT / 'pyproject.toml')!r}, no_cache=True))")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"}, cwd=src)
 

@@ -10,11 +10,11 @@ import numpy as np
 
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError, preview
-from coreval.irt.models import BINARY_MODELS
+from coreval.irt.spec import get_spec
 
-#: Scores of Beta/LEGO/β³ models are clipped to [EPS, 1 - EPS] (their densities need (0, 1)).
+#: Scores of models with ``clip`` (Beta, LEGO, β³) are clipped to [EPS, 1 - EPS] (their
+#: densities need (0, 1)).
 EPS = 1e-3
-CLIPPED_MODELS = frozenset({"beta", "lego", "beta3"})
 
 
 @dataclass(frozen=True)
@@ -81,17 +81,19 @@ def as_matrix(data: ScoreMatrix | np.ndarray) -> ScoreMatrix:
 def check_response_values(observed: np.ndarray, model: str) -> None:
     """Raise when observed values do not suit ``model``.
 
-    Binary models need 0/1; Beta, LEGO and β³ need [0, 1] (then clipped); the
-    heteroskedastic Gaussian model accepts any real score.
+    Binary models need 0/1; models of scores in [0, 1] (Beta, LEGO, β³) need
+    [0, 1] (then clipped); the heteroskedastic Gaussian model accepts any real score
+    (:attr:`coreval.irt.spec.IRTModel.scores`).
     """
-    if model in BINARY_MODELS:
+    scores = get_spec(model).scores
+    if scores == "binary":
         bad = np.unique(observed[(observed != 0.0) & (observed != 1.0)])
         if bad.size:
             raise ValidationError(
                 f"model {model!r} needs 0/1 responses but found values {preview(bad, 5)}; "
                 "use a continuous model ('beta', 'lego', 'hetero', 'beta3')"
             )
-    elif model != "hetero":  # the Gaussian model accepts any real score
+    elif scores == "unit":
         bad = np.unique(observed[(observed < 0.0) | (observed > 1.0)])
         if bad.size:
             raise ValidationError(
@@ -129,7 +131,8 @@ def prepare(data: ScoreMatrix | np.ndarray, model: str, *, eps: float = EPS) -> 
             stacklevel=3,
         )
     filled = values.astype(np.float32)
-    if model in BINARY_MODELS:
+    spec = get_spec(model)
+    if spec.binary:
         col_mean = column_means(values, mask)
         extreme = (~empty_cols) & ((col_mean == 0.0) | (col_mean == 1.0))
         if extreme.any():
@@ -141,7 +144,7 @@ def prepare(data: ScoreMatrix | np.ndarray, model: str, *, eps: float = EPS) -> 
         filled[~mask] = 0.0
     else:
         filled[~mask] = 0.5
-        if model in CLIPPED_MODELS:
+        if spec.clip:
             np.clip(filled, eps, 1.0 - eps, out=filled)
     digest = hashlib.sha256(memoryview(np.ascontiguousarray(values)).cast("B")).hexdigest()
     return IRTData(
@@ -168,10 +171,9 @@ def initial_values(data: IRTData, model: str, dims: int) -> dict[str, np.ndarray
     lr = np.log(row / (1 - row))
     sd = lr.std()
     t0 = (lr - lr.mean()) / (sd if sd > 1e-6 else 1.0)
-    if model == "beta3":
-        theta01 = np.clip(1 / (1 + np.exp(-t0)), 0.05, 0.95)
-        return {"theta01": theta01.astype(np.float32),
-                "delta": np.clip(1.0 - col, 0.05, 0.95).astype(np.float32)}
+    spec = get_spec(model)
+    if spec.init is not None:
+        return spec.init(t0, col, dims)
     theta = np.zeros((len(row), dims), dtype=np.float32)
     theta[:, 0] = t0
     return {"theta": theta, "d": np.log(col / (1 - col)).astype(np.float32)}

@@ -45,6 +45,7 @@ from coreval.irt._device import JIT_OPTIONS, host_rng, prng_key, to_device, wrap
 from coreval.irt.elbo import OrderedTraceELBO
 from coreval.irt.priors import PRIORS
 from coreval.irt.result import IRTFit
+from coreval.irt.spec import get_spec, model_names
 
 METHODS: tuple[str, ...] = ("map", "svi", "nuts", "mml")
 GUIDES: tuple[str, ...] = ("normal", "lowrank")
@@ -57,7 +58,6 @@ LAPLACE_MAX_PARAMS = 5000
 LAPLACE_MIN_PRECISION = 0.01
 #: Optimisation steps run inside one compiled ``lax.scan`` between progress updates.
 CHUNK = 100
-MML_MODELS = {"1pl": "1pl", "2pl": "2pl", "3pl": "3pl"}
 RHAT_WARN = 1.01
 
 _DIMS = {
@@ -148,10 +148,10 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
     if method == "mml":
         return _fit_mml(irt_data, name, show_progress)
 
-    spec = _Spec(name if name in _models.MODELS else model_fn, n_models, n_items, dims, priors,
+    spec = _Spec(name if name in model_names() else model_fn, n_models, n_items, dims, priors,
                  batch_size)
     y, mask = to_device(irt_data.y), to_device(irt_data.mask)
-    init = initial_values(irt_data, link, dims) if name in _models.MODELS else {}
+    init = initial_values(irt_data, link, dims) if name in model_names() else {}
     init = {k: to_device(v) for k, v in init.items()}
     rng = prng_key(seed)
     show = progress_enabled(show_progress)
@@ -195,17 +195,16 @@ def _with_difficulty(values: dict[str, np.ndarray], dims: int) -> dict[str, np.n
 
 # ----------------------------------------------------------------------------- checks
 def _resolve_model(model) -> tuple[str, Callable[..., None], str]:
+    """``(name, NumPyro function, link)``; the link names the registered spec whose
+    response distribution, checks and scoring the fit uses."""
     if callable(model):
         link = getattr(model, "irt_kind", "2pl")
-        if link not in _models.MODELS:
+        if link not in model_names():
             raise ValidationError(f"custom model's irt_kind {link!r} is not one of "
-                                  f"{', '.join(_models.MODELS)}")
+                                  f"{', '.join(model_names())}")
         return getattr(model, "__name__", "custom"), model, link
-    if not isinstance(model, str) or model.lower() not in _models.MODELS:
-        raise ValidationError(f"unknown IRT model {model!r}; choose one of "
-                              f"{', '.join(_models.MODELS)}")
-    name = model.lower()
-    return name, _models.get_model(name), name
+    spec = get_spec(model)
+    return spec.name, spec.numpyro_fn, spec.name
 
 
 def _check_options(name, link, method, dims, priors, guide, num_steps, num_draws, num_warmup,
@@ -218,11 +217,11 @@ def _check_options(name, link, method, dims, priors, guide, num_steps, num_draws
         raise ValidationError(f"unknown guide {guide!r}; choose one of {', '.join(GUIDES)}")
     if not isinstance(dims, (int, np.integer)) or dims < 1:
         raise ValidationError(f"dims must be a positive integer, got {dims!r}")
-    if link in _models.ONE_DIM_MODELS and dims != 1:
+    spec = get_spec(link)
+    if spec.one_dim and dims != 1:
         raise ValidationError(f"model {name!r} has one latent dimension; got dims={dims}")
-    if name == "beta3" and priors != "weak":
-        raise ValidationError("the beta3 model has fixed priors (Chen et al. 2019); "
-                              "use priors='weak'")
+    if name == link and spec.fixed_priors and priors != "weak":
+        raise ValidationError(f"the {name} model has fixed priors; use priors='weak'")
     for label, value in (("num_steps", num_steps), ("num_draws", num_draws),
                          ("num_samples", num_samples), ("num_chains", num_chains)):
         if int(value) < 1:
@@ -232,9 +231,10 @@ def _check_options(name, link, method, dims, priors, guide, num_steps, num_draws
     if not learning_rate > 0:
         raise ValidationError(f"learning_rate must be positive, got {learning_rate}")
     if method == "mml":
-        if name not in MML_MODELS:
+        if name != link or spec.mml is None:
+            with_mml = [m for m in model_names() if get_spec(m).mml is not None]
             raise ValidationError(f"method 'mml' supports the 1-D binary models "
-                                  f"{', '.join(MML_MODELS)}, not {name!r}")
+                                  f"{', '.join(with_mml)}, not {name!r}")
         if dims != 1:
             raise ValidationError(f"method 'mml' supports dims=1 only, got dims={dims}")
 
@@ -787,7 +787,7 @@ def _fit_mml(data: IRTData, name: str, show_progress: bool | None) -> IRTFit:
 
     start = time.perf_counter()
     values = np.where(data.mask, data.values, np.nan)
-    res = fit_mml(values, model=MML_MODELS[name], show_progress=show_progress)
+    res = fit_mml(values, model=get_spec(name).mml, show_progress=show_progress)
     theta, _ = res.eap_theta(values)
     # Standardise to theta ~ N(0, 1): a' = a s, theta' = theta / s (s² = latent variance).
     s = float(np.sqrt(res.latent_variance))

@@ -49,7 +49,7 @@ import numpyro.distributions as dist
 from numpyro.distributions.transforms import SigmoidTransform
 
 from coreval.irt import priors as _priors
-from coreval.irt.names import BINARY_MODELS, MODELS, NUISANCE, ONE_DIM_MODELS  # noqa: F401
+from coreval.irt.spec import IRTModel, get_spec, register_model
 
 BETA_EPS = 1e-6
 HETERO_EPS = 1e-8
@@ -68,7 +68,7 @@ def response_dist(model: str, theta: jnp.ndarray, params: dict[str, jnp.ndarray]
     Parameters
     ----------
     model : str
-        One of :data:`MODELS`.
+        A registered model (:func:`coreval.irt.spec.get_spec`).
     theta : array (n, D)
         Abilities.
     params : dict
@@ -79,62 +79,89 @@ def response_dist(model: str, theta: jnp.ndarray, params: dict[str, jnp.ndarray]
     -------
     numpyro Distribution with batch shape (n, n_items).
     """
-    a, d = params["a"], params["d"]
-    if model == "beta3":
-        # Chen et al. (2019), eq. (2)-(3) with ln θ01 = log_sigmoid(theta), ln δ = log_sigmoid(b).
-        b = params["b"]
-        slope = a[:, 0]
-        log_a = slope * (jax.nn.log_sigmoid(theta) - jax.nn.log_sigmoid(b))
-        log_b = slope * (jax.nn.log_sigmoid(-theta) - jax.nn.log_sigmoid(-b))
-        conc1 = jnp.exp(jnp.clip(log_a, -BETA3_CLIP, BETA3_CLIP)) + BETA_EPS
-        conc0 = jnp.exp(jnp.clip(log_b, -BETA3_CLIP, BETA3_CLIP)) + BETA_EPS
-        return dist.Beta(conc1, conc0)
-    z = linear_predictor(theta, a, d)
-    if model in ("1pl", "2pl"):
-        return dist.Bernoulli(logits=z)
-    if model == "3pl":
-        c = params["c"]
-        return dist.Bernoulli(probs=jnp.clip(c + (1.0 - c) * jax.nn.sigmoid(z), 1e-7, 1 - 1e-7))
-    if model == "beta":
-        # Noel & Dauvier (2007): mu = exp(z/2), Beta(mu, 1/mu) has mean sigmoid(z).
-        mu = jnp.exp(jnp.clip(z, -30.0, 30.0) / 2.0)
-        return dist.Beta(mu + BETA_EPS, 1.0 / mu + BETA_EPS)
-    if model == "lego":
-        sigma = params["sigma"][:, None]
-        return dist.TransformedDistribution(dist.Normal(z, sigma), SigmoidTransform())
-    if model == "hetero":
-        mu = jax.nn.sigmoid(z)
-        k = params["k"][:, None]
-        return dist.Normal(mu, jnp.sqrt(k * mu * (1.0 - mu) + HETERO_EPS))
-    raise ValueError(f"unknown IRT model {model!r}")
+    return get_spec(model).response(theta, params)
 
 
+def mean_response(model: str, theta: jnp.ndarray, params: dict[str, jnp.ndarray]) -> jnp.ndarray:
+    """Expected score ``E[Y]`` (n, n_items) at abilities ``theta`` (n, D) under ``model``."""
+    return get_spec(model).mean(jnp.asarray(theta), params)
+
+
+# ------------------------------------------------------------ response distributions
+def bernoulli_logit(theta, params) -> dist.Distribution:
+    """1PL / 2PL: ``Bernoulli(sigmoid(theta·a + d))``."""
+    return dist.Bernoulli(logits=linear_predictor(theta, params["a"], params["d"]))
+
+
+def bernoulli_guessing(theta, params) -> dist.Distribution:
+    """3PL: ``Bernoulli(c + (1 - c) sigmoid(theta·a + d))``."""
+    z = linear_predictor(theta, params["a"], params["d"])
+    c = params["c"]
+    return dist.Bernoulli(probs=jnp.clip(c + (1.0 - c) * jax.nn.sigmoid(z), 1e-7, 1 - 1e-7))
+
+
+def beta_response(theta, params) -> dist.Distribution:
+    """Beta-IRT (Noel & Dauvier 2007): ``mu = exp(z/2)``, ``Beta(mu, 1/mu)`` has mean sigmoid(z)."""
+    z = linear_predictor(theta, params["a"], params["d"])
+    mu = jnp.exp(jnp.clip(z, -30.0, 30.0) / 2.0)
+    return dist.Beta(mu + BETA_EPS, 1.0 / mu + BETA_EPS)
+
+
+def lego_response(theta, params) -> dist.Distribution:
+    """LEGO-IRT: ``logit(Y) ~ N(z, sigma_m)`` (logit-normal ``Y``)."""
+    z = linear_predictor(theta, params["a"], params["d"])
+    sigma = params["sigma"][:, None]
+    return dist.TransformedDistribution(dist.Normal(z, sigma), SigmoidTransform())
+
+
+def hetero_response(theta, params) -> dist.Distribution:
+    """Heteroskedastic Gaussian IRT: ``Y ~ N(mu, sqrt(k_m mu (1 - mu) + 1e-8))``."""
+    mu = jax.nn.sigmoid(linear_predictor(theta, params["a"], params["d"]))
+    k = params["k"][:, None]
+    return dist.Normal(mu, jnp.sqrt(k * mu * (1.0 - mu) + HETERO_EPS))
+
+
+def beta3_response(theta, params) -> dist.Distribution:
+    """β³-IRT, Chen et al. (2019) eq. (2)-(3) with ln θ01 = log_sigmoid(theta), ln δ = log_sigmoid(b)."""
+    b = params["b"]
+    slope = params["a"][:, 0]
+    log_a = slope * (jax.nn.log_sigmoid(theta) - jax.nn.log_sigmoid(b))
+    log_b = slope * (jax.nn.log_sigmoid(-theta) - jax.nn.log_sigmoid(-b))
+    conc1 = jnp.exp(jnp.clip(log_a, -BETA3_CLIP, BETA3_CLIP)) + BETA_EPS
+    conc0 = jnp.exp(jnp.clip(log_b, -BETA3_CLIP, BETA3_CLIP)) + BETA_EPS
+    return dist.Beta(conc1, conc0)
+
+
+# ----------------------------------------------------------------------- mean functions
 _GH_NODES, _GH_WEIGHTS = np.polynomial.hermite_e.hermegauss(32)
 _GH_WEIGHTS = _GH_WEIGHTS / _GH_WEIGHTS.sum()
 
 
-def mean_response(model: str, theta: jnp.ndarray, params: dict[str, jnp.ndarray]) -> jnp.ndarray:
-    """Expected score ``E[Y]`` (n, n_items) at abilities ``theta`` (n, D).
+def sigmoid_mean(theta, params) -> jnp.ndarray:
+    """``sigmoid(theta·a + d)`` (1PL, 2PL, Beta, hetero)."""
+    return jax.nn.sigmoid(linear_predictor(theta, jnp.asarray(params["a"]),
+                                           jnp.asarray(params["d"])))
 
-    ``sigmoid(z)`` for 1PL/2PL/Beta/hetero/β³ (β³ exactly when no clipping is
-    active), ``c + (1 - c) sigmoid(z)`` for 3PL, and the logit-normal mean
-    ``E[sigmoid(N(z, sigma))]`` for LEGO by 32-point Gauss–Hermite quadrature.
-    """
-    theta = jnp.asarray(theta)
-    a, d = jnp.asarray(params["a"]), jnp.asarray(params["d"])
-    if model == "beta3":
-        z = a[:, 0] * (theta - jnp.asarray(params["b"]))
-    else:
-        z = linear_predictor(theta, a, d)
-    if model == "3pl":
-        c = jnp.asarray(params["c"])
-        return c + (1.0 - c) * jax.nn.sigmoid(z)
-    if model == "lego":
-        sigma = jnp.asarray(params["sigma"]).reshape(-1, 1, 1) * jnp.ones((theta.shape[0], 1, 1))
-        nodes = jnp.asarray(_GH_NODES, dtype=z.dtype)
-        vals = jax.nn.sigmoid(z[..., None] + sigma * nodes)
-        return vals @ jnp.asarray(_GH_WEIGHTS, dtype=z.dtype)
-    return jax.nn.sigmoid(z)
+
+def guessing_mean(theta, params) -> jnp.ndarray:
+    """``c + (1 - c) sigmoid(theta·a + d)`` (3PL)."""
+    c = jnp.asarray(params["c"])
+    return c + (1.0 - c) * sigmoid_mean(theta, params)
+
+
+def lego_mean(theta, params) -> jnp.ndarray:
+    """The logit-normal mean ``E[sigmoid(N(z, sigma))]`` by 32-point Gauss–Hermite quadrature."""
+    z = linear_predictor(theta, jnp.asarray(params["a"]), jnp.asarray(params["d"]))
+    sigma = jnp.asarray(params["sigma"]).reshape(-1, 1, 1) * jnp.ones((theta.shape[0], 1, 1))
+    nodes = jnp.asarray(_GH_NODES, dtype=z.dtype)
+    vals = jax.nn.sigmoid(z[..., None] + sigma * nodes)
+    return vals @ jnp.asarray(_GH_WEIGHTS, dtype=z.dtype)
+
+
+def beta3_mean(theta, params) -> jnp.ndarray:
+    """``sigmoid(a (theta - b))`` (β³ exactly when no clipping is active)."""
+    a = jnp.asarray(params["a"])
+    return jax.nn.sigmoid(a[:, 0] * (theta - jnp.asarray(params["b"])))
 
 
 # ----------------------------------------------------------------------------- models
@@ -272,22 +299,61 @@ def beta3_irt(y: jnp.ndarray, mask: jnp.ndarray, *, n_models: int, n_items: int,
 
 
 def get_model(name: str) -> Callable[..., None]:
-    """The NumPyro model function for a model name (keyword options bound)."""
-    table: dict[str, Callable[..., None]] = {
-        "1pl": partial(twopl, one_pl=True),
-        "2pl": twopl,
-        "3pl": partial(twopl, guessing=True),
-        "beta": beta_irt,
-        "lego": lego_irt,
-        "hetero": hetero_gaussian_irt,
-        "beta3": beta3_irt,
-    }
-    return table[name]
+    """The NumPyro model function of a registered model."""
+    return get_spec(name).numpyro_fn
 
 
 def log_prior_theta(model: str, theta: jnp.ndarray) -> jnp.ndarray:
-    """Log prior density of abilities ``theta`` (..., D): N(0, I), logistic for β³."""
-    if model == "beta3":
-        # theta = logit(theta01) with theta01 ~ Beta(1, 1): the standard logistic density.
-        return jnp.sum(jax.nn.log_sigmoid(theta) + jax.nn.log_sigmoid(-theta), axis=-1)
+    """Log prior density of abilities ``theta`` (..., D) under ``model``'s ability prior."""
+    return get_spec(model).log_prior_theta(theta)
+
+
+def normal_log_prior(theta: jnp.ndarray) -> jnp.ndarray:
+    """N(0, I) abilities."""
     return jnp.sum(dist.Normal(0.0, 1.0).log_prob(theta), axis=-1)
+
+
+def logistic_log_prior(theta: jnp.ndarray) -> jnp.ndarray:
+    """``theta = logit(theta01)`` with ``theta01 ~ Beta(1, 1)``: the standard logistic density."""
+    return jnp.sum(jax.nn.log_sigmoid(theta) + jax.nn.log_sigmoid(-theta), axis=-1)
+
+
+def beta3_init(theta0: np.ndarray, col: np.ndarray, dims: int) -> dict[str, np.ndarray]:
+    """β³ starting values: ``theta01 = sigmoid(theta0)``, ``delta = 1 - column mean``."""
+    theta01 = np.clip(1 / (1 + np.exp(-theta0)), 0.05, 0.95)
+    return {"theta01": theta01.astype(np.float32),
+            "delta": np.clip(1.0 - col, 0.05, 0.95).astype(np.float32)}
+
+
+# ------------------------------------------------------------------------ the registry
+def _normal() -> dist.Distribution:
+    return dist.Normal(0.0, 1.0)
+
+
+def _logistic() -> dist.Distribution:
+    return dist.Logistic(0.0, 1.0)
+
+
+_COMMON = {"log_prior_theta": normal_log_prior, "ability_prior": _normal}
+for _spec in (
+    IRTModel("1pl", partial(twopl, one_pl=True), bernoulli_logit, sigmoid_mean, "binary",
+             logistic=True, one_dim=True, mml="1pl", **_COMMON),
+    IRTModel("2pl", twopl, bernoulli_logit, sigmoid_mean, "binary", logistic=True, mml="2pl",
+             **_COMMON),
+    IRTModel("3pl", partial(twopl, guessing=True), bernoulli_guessing, guessing_mean, "binary",
+             logistic=True, mml="3pl", **_COMMON),
+    IRTModel("beta", beta_irt, beta_response, sigmoid_mean, "unit", clip=True, **_COMMON),
+    IRTModel("lego", lego_irt, lego_response, lego_mean, "unit", clip=True, nuisance="sigma",
+             **_COMMON),
+    IRTModel("hetero", hetero_gaussian_irt, hetero_response, sigmoid_mean, "real",
+             nuisance="k", **_COMMON),
+    IRTModel("beta3", beta3_irt, beta3_response, beta3_mean, "unit", clip=True, one_dim=True,
+             fixed_priors=True, log_prior_theta=logistic_log_prior, ability_prior=_logistic,
+             init=beta3_init),
+):
+    register_model(_spec, replace=True)
+
+#: The built-in models (:func:`coreval.irt.spec.model_names` lists every registered one).
+MODELS: tuple[str, ...] = ("1pl", "2pl", "3pl", "beta", "lego", "hetero", "beta3")
+#: The built-in models for 0/1 responses.
+BINARY_MODELS: frozenset[str] = frozenset({"1pl", "2pl", "3pl"})

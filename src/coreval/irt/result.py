@@ -29,7 +29,8 @@ class IRTFit:
     Attributes
     ----------
     model : str
-        Model name (one of :data:`coreval.irt.models.MODELS`, or a custom function's name).
+        Model name (a registered model, :func:`coreval.irt.spec.model_names`, or a custom
+        function's name).
     method : str
         ``"map"``, ``"svi"``, ``"nuts"`` or ``"mml"``.
     dims : int
@@ -78,7 +79,9 @@ class IRTFit:
     @property
     def link(self) -> str:
         """Response model used for prediction/scoring (custom functions: their ``irt_kind``)."""
-        return self.model if self.model in _models.MODELS else self.card.get("link", "2pl")
+        from coreval.irt.spec import model_names
+
+        return self.model if self.model in model_names() else self.card.get("link", "2pl")
 
     def _stack(self, name: str) -> np.ndarray:
         arr = np.asarray(self.idata.posterior[name].values)
@@ -98,8 +101,11 @@ class IRTFit:
 
     def nuisance_draws(self) -> dict[str, np.ndarray]:
         """Draws (S, n_models) of per-model nuisance parameters (LEGO ``sigma``, hetero ``k``)."""
-        post = self.idata.posterior
-        return {name: self._stack(name) for name in ("sigma", "k") if name in post}
+        from coreval.irt.spec import get_spec
+
+        name = get_spec(self.link).nuisance
+        return {} if name is None or name not in self.idata.posterior else {
+            name: self._stack(name)}
 
     def _summary(self, name: str, statistic: str) -> np.ndarray:
         """One variable summarised over the draws (see :meth:`item_point`)."""

@@ -41,8 +41,9 @@ from numpyro.infer import MCMC, NUTS
 
 from coreval.errors import ValidationError
 from coreval.irt import models as _models
-from coreval.irt._data import CLIPPED_MODELS, EPS, check_response_values
+from coreval.irt._data import EPS, check_response_values
 from coreval.irt.result import IRTFit
+from coreval.irt.spec import get_spec
 
 SCORING_METHODS = ("map", "eap", "nuts")
 NEWTON_STEPS = 60
@@ -121,7 +122,7 @@ def score_new_model(fit: IRTFit, responses, *, items=None, method: str = "eap",
     link = fit.link
     ids, y = _align(fit, responses, items)
     check_response_values(y, link)
-    if link in CLIPPED_MODELS:
+    if get_spec(link).clip:
         y = np.clip(y, EPS, 1.0 - EPS)
     pos = fit.item_positions(ids)
     rng = np.random.default_rng(seed)
@@ -202,7 +203,7 @@ def _conditions(fit: IRTFit, pos: np.ndarray, propagate: bool, num_draws: int,
     else:
         # Point item parameters and the population nuisance median, one condition.
         index = np.array([-1])
-        nuisance_names = set(_models.NUISANCE.values())
+        nuisance_names = {get_spec(fit.link).nuisance} - {None}
         params = {k: v if k in nuisance_names else v[None]
                   for k, v in fit.point_params(pos).items()}
     return {k: jnp.asarray(v, dtype=jnp.float32) for k, v in params.items()}, index
@@ -327,7 +328,7 @@ def _nuts(link: str, y: jnp.ndarray, params, dims: int, n_per: int, key) -> np.n
         return logpost(theta, p) - _models.log_prior_theta(link, theta)
 
     def model():
-        base = dist.Logistic(0.0, 1.0) if link == "beta3" else dist.Normal(0.0, 1.0)
+        base = get_spec(link).ability_prior()
         theta = numpyro.sample("theta", base.expand([n_cond, dims]).to_event(2))
         numpyro.factor("loglik", jnp.sum(jax.vmap(loglik)(theta, params)))
 

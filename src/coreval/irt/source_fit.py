@@ -24,11 +24,7 @@ from coreval.base.cache import FitCache, get_or_fit, source_fingerprint
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.irt.logistic import estimate_abilities, logistic_icc
-from coreval.irt.names import BINARY_MODELS
-
-#: Logistic (Bernoulli) IRT models whose item parameters are ``a``, ``d`` (and ``c``).
-LOGISTIC_MODELS: tuple[str, ...] = tuple(sorted(BINARY_MODELS))
-
+from coreval.irt.spec import get_spec, model_names
 
 #: Default IRT model of the anchor selector and of p-IRT/gp-IRT: the 3PL, whose guessing
 #: floor is learnt per benchmark under the hierarchical priors (``mu_c``, see
@@ -158,18 +154,20 @@ def logistic_item_params(irt_fit: Any) -> tuple[np.ndarray, np.ndarray, np.ndarr
         and the GAM are defined for the logistic models only).
     """
     link = getattr(irt_fit, "link", "2pl")
-    if link not in LOGISTIC_MODELS:
+    spec = get_spec(link)
+    if not spec.logistic:
+        logistic = tuple(m for m in model_names() if get_spec(m).logistic)
         raise ValidationError(
             f"IRT anchors, Fisher selection, p-IRT/gp-IRT and metabench need a logistic model "
-            f"{LOGISTIC_MODELS}, got {link!r}; irt-bayes takes continuous models")
+            f"{logistic}, got {link!r}; irt-bayes takes continuous models")
     point = irt_fit.item_point()
     d = np.asarray(point["d"], dtype=float).reshape(-1)
     a = point.get("a")
     a = np.ones((d.shape[0], 1)) if a is None else np.asarray(a, dtype=float)
     if a.ndim == 1:
         a = a[:, None]
-    c = point.get("c")
-    c = None if c is None else np.asarray(c, dtype=float).reshape(-1)
+    c = spec.guessing(point)
+    c = None if c is None else np.broadcast_to(np.asarray(c, dtype=float), d.shape).copy()
     return a, d, c
 
 

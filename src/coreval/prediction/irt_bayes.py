@@ -38,7 +38,7 @@ from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.irt.logistic import LOGIT_CLIP, grid_ability_draws
-from coreval.irt.source_fit import LOGISTIC_MODELS, fit_source_irt, irt_options
+from coreval.irt.source_fit import fit_source_irt, irt_options
 
 #: Accepted values of ``IRTBayesPredictor(misfit=...)``.
 MISFIT_MODES: tuple[str, ...] = ("cv", "in-sample", "none")
@@ -108,7 +108,9 @@ class IRTBayesPredictor(Predictor):
     @property
     def needs_binary(self) -> bool:  # type: ignore[override]
         """Binary data for the logistic models; scores in [0, 1] for the continuous ones."""
-        return self.model in LOGISTIC_MODELS
+        from coreval.irt.spec import get_spec
+
+        return get_spec(self.model).logistic
 
     def __init__(self, *, num_draws: int = 200, noise: bool = True,
                  misfit: str | bool = "cv", misfit_folds: int = 5, level: float = 0.9,
@@ -137,10 +139,10 @@ class IRTBayesPredictor(Predictor):
         if int(self.num_draws) < 2:
             raise ValidationError(f"num_draws must be at least 2, got {self.num_draws}")
         self._misfit_mode()  # validate before the (slow) fit
-        from coreval.irt.names import MODELS
+        from coreval.irt.spec import get_spec
 
-        if self.model not in MODELS:
-            raise ValidationError(f"unknown IRT model {self.model!r}; choose one of {MODELS}")
+        spec = get_spec(self.model)  # raises for an unknown model, naming the known ones
+        self.logistic_ = spec.logistic
         self.irt_fit_ = fit_source_irt(source, cache=self.cache_, **irt_options(self))
         draws = self.irt_fit_.item_draws()
         # Which item-parameter draw each ability draw uses (all draws when there are enough).
@@ -161,10 +163,12 @@ class IRTBayesPredictor(Predictor):
             draws["a"] = np.ones((*draws["d"].shape, 1))
         elif draws["a"].ndim == 2:
             draws["a"] = draws["a"][:, :, None]
+        c = spec.guessing(draws)  # the lower asymptote: the 3PL's c draws, a fixed floor, None
+        c = None if c is None else np.broadcast_to(np.asarray(c, dtype=float), draws["d"].shape)
         self.params_coreset_ = (draws["a"][:, cols], draws["d"][:, cols],
-                                draws["c"][:, cols] if "c" in draws else None)
+                                None if c is None else c[:, cols])
         self.params_unseen_ = (draws["a"][:, unseen], draws["d"][:, unseen],
-                               draws["c"][:, unseen] if "c" in draws else None)
+                               None if c is None else c[:, unseen])
         # Continuous models: every item parameter of the unseen items, and the per-model
         # nuisance (LEGO sigma, hetero k) of a new model fixed at the source median of the
         # same draw, as in coreval.irt.scoring.
@@ -182,7 +186,7 @@ class IRTBayesPredictor(Predictor):
     def _theta_draws(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Ability draws ``(n_models, S, D)``, draw ``s`` given item-parameter draw ``s``."""
         if (self.params_coreset_[0].shape[2] == 1 and self.ability_method == "eap"
-                and self.model in LOGISTIC_MODELS):
+                and self.logistic_):
             return grid_ability_draws(x, *self.params_coreset_, rng=rng)[..., None]
         return self._engine_theta_draws(x)
 
@@ -213,7 +217,7 @@ class IRTBayesPredictor(Predictor):
                 f"irt-bayes: the ability posterior of {int(bad.sum())} of {len(bad)} models is "
                 f"not finite under the fitted {self.model!r} model (a degenerate Laplace/grid "
                 "posterior); try another IRT model or fit_method")
-        if self.model not in LOGISTIC_MODELS:
+        if not self.logistic_:
             return self._simulate_continuous(x, theta, rng)
         a_u, d_u, c_u = self.params_unseen_                     # (S, U, D), (S, U), (S, U)
         observed = x @ self.w_coreset_                          # (n,)

@@ -32,9 +32,6 @@ from coreval.irt.source_fit import (
     resolve_irt_model,
 )
 
-#: Logistic (Bernoulli) IRT models whose item parameters are ``a``, ``d`` (and ``c``).
-LOGISTIC_MODELS: tuple[str, ...] = ("1pl", "2pl", "3pl")
-
 
 def kmeans_anchors(params: np.ndarray, k: int, *, seed: int = 0,
                    n_init: int | str = "auto") -> tuple[np.ndarray, np.ndarray]:
