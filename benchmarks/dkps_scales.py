@@ -478,8 +478,8 @@ def stage_irt(args: argparse.Namespace) -> None:
     rows = []
     for name in args.models:
         t1 = time.perf_counter()
-        res = fit(name, train, method="map", num_steps=args.steps, num_draws=1, seed=args.seed,
-                  show_progress=False)
+        res = fit(name, train, method="map", seed=args.seed,
+                  show_progress=False, settings={"num_steps": args.steps, "num_draws": 1})
         params = {k: jnp.asarray(v) for k, v in res.item_point().items()}
         for nuis, draws in res.nuisance_draws().items():
             params[nuis] = jnp.asarray(draws.mean(axis=0))

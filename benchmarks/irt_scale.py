@@ -63,8 +63,7 @@ def main() -> None:
     sim_s = time.perf_counter() - start
     rss_sim = peak_rss_mb()
     start = time.perf_counter()
-    result = fit("2pl", y, method="svi", batch_size=args.batch_size, num_steps=args.steps,
-                 num_draws=args.draws, seed=args.seed, show_progress=False)
+    result = fit("2pl", y, method="svi", seed=args.seed, show_progress=False, settings={"batch_size": args.batch_size, "num_steps": args.steps, "num_draws": args.draws})
     fit_s = time.perf_counter() - start
     rss_fit = peak_rss_mb()
     corr_a = float(np.corrcoef(result.items["a"], a)[0, 1])

@@ -88,8 +88,8 @@ def run_ours(train: np.ndarray, method: str, steps: int,
     from coreval.irt import fit
 
     start = time.perf_counter()
-    result = fit("2pl", train, method=method, num_steps=steps, num_draws=100 if method == "svi"
-                 else 1, seed=seed, show_progress=False)
+    settings = {"num_steps": steps, "num_draws": 100 if method == "svi" else 1}
+    result = fit("2pl", train, method=method, seed=seed, show_progress=False, settings=settings)
     seconds = time.perf_counter() - start
     prob = result.predict_mean(result.abilities())
     return seconds, prob, result.card["diagnostics"]

@@ -23,7 +23,8 @@ import pytest
 from coreval.irt import fit
 from coreval.irt._data import initial_values, prepare
 from coreval.irt._device import FIT_PRNG_IMPL, prng_key, to_device, wrap_key
-from coreval.irt.inference import _make_svi, _Spec
+from coreval.irt.inference.programs import _Spec
+from coreval.irt.inference.svi import _make_svi
 
 
 @pytest.mark.parametrize("seed", [0, 1, 7, 12345, 2**31 - 1, 2**31, 2**40 + 3])
@@ -47,8 +48,7 @@ def test_chunked_svi_program_equals_numpyro_update_loop() -> None:
     y = (rng.random((30, 12)) < 1 / (1 + np.exp(-(theta @ a.T + d)))).astype(float)
     y[rng.random(y.shape) < 0.1] = np.nan
     steps, lr, seed = 150, 0.05, 4  # 150 steps: two chunks of the compiled program
-    ours = fit("2pl", y, method="svi", priors="hierarchical", num_steps=steps,
-               learning_rate=lr, num_draws=3, seed=seed, show_progress=False)
+    ours = fit("2pl", y, method="svi", priors="hierarchical", seed=seed, show_progress=False, settings={"num_steps": steps, "learning_rate": lr, "num_draws": 3})
 
     data = prepare(y, "2pl")
     spec = _Spec("2pl", 30, 12, 1, "hierarchical", None)
@@ -78,9 +78,11 @@ COMPILES = textwrap.dedent("""
     y = (rng.random((15, 10)) < 0.6).astype(float)
     y[0, 0] = np.nan
     print("== svi")
-    fit("2pl", y, method="svi", num_steps=120, num_draws=4, seed=0, show_progress=False)
+    fit("2pl", y, method="svi", settings={"num_steps": 120, "num_draws": 4}, seed=0,
+        show_progress=False)
     print("== map")
-    fit("2pl", y, method="map", num_steps=120, num_draws=4, seed=0, show_progress=False)
+    fit("2pl", y, method="map", settings={"num_steps": 120, "num_draws": 4}, seed=0,
+        show_progress=False)
 """)
 
 
@@ -102,7 +104,7 @@ def test_a_fit_compiles_only_its_own_programs(tmp_path) -> None:
 
 def test_host_noise_guide_draws_follow_numpyros_autonormal() -> None:
     """``_svi_draw``'s T(loc + scale * noise) draws match ``AutoNormal.sample_posterior``."""
-    from coreval.irt.inference import _latent_sites, _svi_draw
+    from coreval.irt.inference.svi import _latent_sites, _svi_draw
 
     rng = np.random.default_rng(1)
     y = (rng.random((20, 8)) < 0.6).astype(float)

@@ -27,8 +27,7 @@ def fitted() -> tuple[IRTFit, ScoreMatrix]:
     values[rng.random(z.shape) < 0.1] = np.nan
     matrix = ScoreMatrix(values, name="toy", models=[f"m{i}" for i in range(40)],
                          items=[f"q{j}" for j in range(25)])
-    return fit("2pl", matrix, method="map", num_steps=300, num_draws=30,
-               show_progress=False), matrix
+    return fit("2pl", matrix, method="map", show_progress=False, settings={"num_steps": 300, "num_draws": 30}), matrix
 
 
 def test_save_load_round_trip(fitted, tmp_path) -> None:
@@ -84,8 +83,7 @@ def test_predict_mean_is_the_2pl_curve(fitted) -> None:
 def test_map_point_estimate_is_the_mode_not_the_laplace_mean(fitted) -> None:
     result, matrix = fitted
     # The same fit without Laplace draws stores the mode itself as its only draw.
-    mode_only = fit("2pl", matrix, method="map", num_steps=300, num_draws=1,
-                    show_progress=False)
+    mode_only = fit("2pl", matrix, method="map", show_progress=False, settings={"num_steps": 300, "num_draws": 1})
     point = result.item_point()
     np.testing.assert_allclose(point["a"], mode_only.item_draws()["a"][0], rtol=1e-5)
     np.testing.assert_allclose(point["d"], mode_only.item_draws()["d"][0], rtol=1e-5, atol=1e-6)
@@ -102,8 +100,7 @@ def test_map_point_estimate_is_the_mode_not_the_laplace_mean(fitted) -> None:
 
 def test_svi_point_estimate_is_the_guide_median(fitted) -> None:
     _, matrix = fitted
-    result = fit("2pl", matrix, method="svi", num_steps=300, num_draws=4000,
-                 show_progress=False)
+    result = fit("2pl", matrix, method="svi", show_progress=False, settings={"num_steps": 300, "num_draws": 4000})
     point, median = result.item_point(), result.item_point("median")
     # Exact guide median vs the median of 4000 guide draws: Monte Carlo error only.
     spread = result.items["a_sd"].to_numpy()
@@ -145,12 +142,12 @@ def test_large_fits_keep_totals_without_the_pointwise_arrays(fitted, monkeypatch
                                                              tmp_path) -> None:
     """Above LOGLIK_CAP the pointwise log-likelihood and its index arrays are omitted,
     and the per-draw totals (masked sums) equal those of the pointwise path."""
-    import coreval.irt.inference as inference
+    import coreval.irt.inference.idata as inference
 
     result, matrix = fitted
     monkeypatch.setattr(inference, "LOGLIK_CAP", 10)
-    big = fit("2pl", matrix, method="map", num_steps=300, num_draws=30, seed=0,
-              show_progress=False)
+    big = fit("2pl", matrix, method="map", seed=0,
+              show_progress=False, settings={"num_steps": 300, "num_draws": 30})
     assert "log_likelihood" not in big.idata.groups()
     assert "constant_data" not in big.idata.groups()
     assert big.card["diagnostics"]["log_likelihood"].startswith("omitted")

@@ -46,8 +46,7 @@ def _with_nan(y: np.ndarray, frac: float, seed: int) -> np.ndarray:
 
 def test_2pl_recovery_map() -> None:
     sim = simulate(300, 1000, n_families=1, family_sd=0.0, log_a_sd=0.5, seed=3)
-    result = fit("2pl", sim.matrix, method="map", num_steps=600, num_draws=1,
-                 show_progress=False)
+    result = fit("2pl", sim.matrix, method="map", show_progress=False, settings={"num_steps": 600, "num_draws": 1})
     assert np.corrcoef(result.items["a"], sim.params["a"][:, 0])[0, 1] >= 0.9
     assert np.corrcoef(result.items["d"], sim.params["d"])[0, 1] >= 0.97
     assert np.corrcoef(result.abilities()[:, 0], sim.params["theta"][:, 0])[0, 1] >= 0.97
@@ -55,8 +54,7 @@ def test_2pl_recovery_map() -> None:
 
 def test_2pl_two_dimensions_recovery_up_to_rotation() -> None:
     sim = simulate(500, 300, dims=2, n_families=1, family_sd=0.0, log_a_sd=0.8, seed=4)
-    result = fit("2pl", sim.matrix, method="map", dims=2, num_steps=600, num_draws=1,
-                 show_progress=False)
+    result = fit("2pl", sim.matrix, method="map", dims=2, show_progress=False, settings={"num_steps": 600, "num_draws": 1})
     a_hat, a_true = result.item_point()["a"], sim.params["a"]
     # Documented convention: a[0, 1] = 0 and positive diagonal on the first D items.
     assert a_hat[0, 1] == 0.0 and a_hat[0, 0] > 0 and a_hat[1, 1] > 0
@@ -71,14 +69,13 @@ def test_2pl_two_dimensions_recovery_up_to_rotation() -> None:
 @pytest.mark.parametrize("model", ["beta", "lego", "hetero"])
 def test_continuous_models_recover_item_location(model: str) -> None:
     y, d = _continuous_sim(model, 150, 200, seed=5)
-    result = fit(model, y, method="map", num_steps=500, num_draws=1, show_progress=False)
+    result = fit(model, y, method="map", show_progress=False, settings={"num_steps": 500, "num_draws": 1})
     assert np.corrcoef(result.items["d"], d)[0, 1] >= 0.9
 
 
 def test_minibatch_svi_recovers_intercepts() -> None:
     sim = simulate(200, 150, n_families=1, family_sd=0.0, seed=6)
-    result = fit("2pl", sim.matrix, method="svi", batch_size=50, num_steps=800,
-                 num_draws=20, show_progress=False)
+    result = fit("2pl", sim.matrix, method="svi", show_progress=False, settings={"batch_size": 50, "num_steps": 800, "num_draws": 20})
     assert result.card["settings"]["batch_size"] == 50
     assert result.abilities().shape == (200, 1)
     assert np.corrcoef(result.items["d"], sim.params["d"])[0, 1] >= 0.9
@@ -107,9 +104,13 @@ def _check_fit_with_missing(model: str, method: str, options: dict) -> None:
     y = _data_with_missing(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = fit(model, y, method=method, **{
-            "num_steps": 150, "num_draws": 10, "num_warmup": 60, "num_samples": 30,
-            "num_chains": 2, "show_progress": False, **options})
+        fast = {"map": {"num_steps": 150, "num_draws": 10},
+                "svi": {"num_steps": 150, "num_draws": 10},
+                "nuts": {"num_warmup": 60, "num_samples": 30, "num_chains": 2}}.get(method, {})
+        priors = options.get("priors", "weak")
+        settings = {**fast, **{k: v for k, v in options.items() if k != "priors"}}
+        result = fit(model, y, method=method, priors=priors, settings=settings,
+                     show_progress=False)
     _check_result(result, y, method)
 
 
@@ -146,15 +147,14 @@ def test_every_model_and_path_full_cross_product(model, method, options) -> None
 def test_nuts_with_missing_entries_warns_with_rhat_numbers() -> None:
     y = _data_with_missing("2pl")
     with pytest.warns(UserWarning, match=r"R-hat \d"):
-        result = fit("2pl", y, method="nuts", num_warmup=3, num_samples=4, num_chains=2,
-                     show_progress=False)
+        result = fit("2pl", y, method="nuts", show_progress=False, settings={"num_warmup": 3, "num_samples": 4, "num_chains": 2})
     _check_result(result, y, "nuts")
 
 
 def test_same_seed_same_numbers() -> None:
     y = (np.random.default_rng(10).random((15, 8)) < 0.5).astype(float)
-    runs = [fit("2pl", y, method="map", num_steps=50, num_draws=5, seed=1,
-                show_progress=False) for _ in range(2)]
+    runs = [fit("2pl", y, method="map", seed=1,
+                show_progress=False, settings={"num_steps": 50, "num_draws": 5}) for _ in range(2)]
     assert np.array_equal(runs[0].item_draws()["a"], runs[1].item_draws()["a"])
 
 
@@ -167,8 +167,12 @@ def test_same_seed_same_numbers() -> None:
     ({"model": "beta3", "data": np.full((2, 3), 0.5), "dims": 2}, r"one latent dimension"),
     ({"model": "beta", "data": np.full((2, 3), 0.5), "method": "mml"},
      r"'mml' supports the 1-D binary models"),
-    ({"model": "2pl", "data": np.zeros((2, 3)), "method": "nuts", "batch_size": 1},
-     r"batch_size .* not 'nuts'"),
+    ({"model": "2pl", "data": np.zeros((2, 3)), "method": "nuts",
+      "settings": {"batch_size": 1}}, r"method 'nuts' has no settings \['batch_size'\]"),
+    ({"model": "2pl", "data": np.zeros((2, 3)), "method": "svi",
+      "settings": {"guide": "lowrank", "batch_size": 1}}, r"'lowrank' guide cannot be minibatched"),
+    ({"model": "2pl", "data": np.zeros((2, 3)), "method": "map",
+      "settings": {"num_steps": 0}}, r"num_steps must be a positive integer"),
     ({"model": "2pl", "data": np.zeros((2, 3)), "dims": 4}, r"dims=4 exceeds"),
     ({"model": "2pl", "data": np.zeros((2, 3)), "method": "bfgs"}, r"unknown method 'bfgs'"),
     ({"model": "2pl", "data": np.zeros((1, 3))}, r"at least 2 models"),
@@ -185,7 +189,7 @@ def test_items_without_variation_warn_once_listing_them() -> None:
     y[:, 1] = 1.0
     y[:, 3] = 0.0
     with pytest.warns(UserWarning, match=r"2 items .*item1, item3") as record:
-        fit("2pl", y, method="map", num_steps=20, num_draws=1, show_progress=False)
+        fit("2pl", y, method="map", show_progress=False, settings={"num_steps": 20, "num_draws": 1})
     assert sum("every model" in str(w.message) for w in record) == 1
 
 
@@ -201,12 +205,8 @@ def test_structured_laplace_hessian_equals_dense_hessian(model, dims, priors, sh
     from jax.flatten_util import ravel_pytree
     from numpyro.infer.util import potential_energy
 
-    from coreval.irt.inference import (
-        _init_strategy,
-        _Spec,
-        _structured_hessian,
-        _unconstrained_init,
-    )
+    from coreval.irt.inference.map import _structured_hessian
+    from coreval.irt.inference.programs import _init_strategy, _Spec, _unconstrained_init
 
     rng = np.random.default_rng(12)
     binary = model in ("2pl", "3pl")
@@ -235,7 +235,7 @@ def test_custom_numpyro_model_is_accepted() -> None:
 
     my_2pl.irt_kind = "2pl"
     y = _data_with_missing("2pl")
-    result = fit(my_2pl, y, method="map", num_steps=100, num_draws=1, show_progress=False)
+    result = fit(my_2pl, y, method="map", show_progress=False, settings={"num_steps": 100, "num_draws": 1})
     assert result.model == "my_2pl" and result.link == "2pl"
     _check_result(result, y, "map")
     assert result.predict_mean(np.zeros((1, 1))).shape == (1, y.shape[1])

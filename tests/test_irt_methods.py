@@ -18,6 +18,7 @@ from sklearn.cluster import KMeans
 from coreval.base import Coreset, FitCache
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.logistic import estimate_abilities, logistic_icc
 from coreval.prediction.gp_irt import anchor_variance, gp_irt_lambda
 from coreval.selection.fisher import quantile_bin_items
@@ -164,9 +165,8 @@ needs_engine = pytest.mark.skipif(not hasattr(irt, "fit"), reason="coreval.irt.f
 
 N_SRC, N_TGT, N_ITEMS, K = 40, 200, 300, 30
 #: small, fast MAP fits (Laplace draws for irt-bayes); the predictors reuse the selector's fit
-FIT = {"fit_method": "map", "priors": "weak", "num_steps": 500, "learning_rate": 0.05}
-SEL = {**FIT, "num_draws": 50}
-PRED = SEL  # the same fit specification, so predictors reuse the selector's fit
+FIT = IRTFitSpec(fit_method="map", priors="weak", num_steps=500, learning_rate=0.05)
+SPEC = FIT.replace(num_draws=50)  # one fit specification, so predictors reuse the selector's fit
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +202,7 @@ def anchors(sim, cache):
     from coreval.selection.irt_anchors import IRTAnchorSelector
 
     # the simulation's own model (the selector's default is the 3PL)
-    return IRTAnchorSelector(K, seed=0, model="2pl", **SEL).fit(sim[0], cache=cache)
+    return IRTAnchorSelector(K, seed=0, irt=SPEC.replace(model="2pl")).fit(sim[0], cache=cache)
 
 
 @needs_engine
@@ -220,10 +220,10 @@ def test_pirt_and_gpirt_predict_held_out_scores(sim, anchors, cache):
     cs = anchors.coreset_
     x = target[:, cs.indices]
     oracle = _oracle_rmse(sim, cs.indices)
-    pirt = PIRTPredictor(model="2pl", **PRED).fit(source, cs, cache=cache)
+    pirt = PIRTPredictor(irt=SPEC.replace(model="2pl")).fit(source, cs, cache=cache)
     assert pirt.irt_fit_ is anchors.fit_  # reused through the shared cache, not refitted
     assert _rmse(pirt.predict(x).mean, truth) < 1.2 * oracle
-    gp = GPIRTPredictor(model="2pl", **PRED).fit(source, cs, cache=cache)
+    gp = GPIRTPredictor(irt=SPEC.replace(model="2pl")).fit(source, cs, cache=cache)
     assert 0.0 <= gp.lambda_ <= 1.0
     assert gp.lambda_ == pytest.approx(
         gp.bias_**2 / (gp.bias_**2 + anchor_variance(source.values, len(cs))))
@@ -241,12 +241,12 @@ def test_predictor_reuses_the_selectors_fit_only_for_the_same_fit(sim, anchors, 
 
     source, cs = sim[0], anchors.coreset_
     assert anchors.fit_.model == "2pl"
-    assert PIRTPredictor(model="2pl", **PRED).fit(source, cs, cache=cache).irt_fit_ \
+    assert PIRTPredictor(irt=SPEC.replace(model="2pl")).fit(source, cs, cache=cache).irt_fit_ \
         is anchors.fit_
-    other = PIRTPredictor(model="1pl", **PRED).fit(source, cs, cache=cache)
+    other = PIRTPredictor(irt=SPEC.replace(model="1pl")).fit(source, cs, cache=cache)
     assert other.irt_fit_ is not anchors.fit_ and other.irt_fit_.model == "1pl"
     # without the shared cache the predictor fits its own (equal, but not the same object)
-    alone = PIRTPredictor(model="2pl", **PRED).fit(source, cs)
+    alone = PIRTPredictor(irt=SPEC.replace(model="2pl")).fit(source, cs)
     assert alone.irt_fit_ is not anchors.fit_
 
 
@@ -262,7 +262,7 @@ def test_irt_bayes_is_accurate_and_calibrated(sim, anchors, cache):
     cols = np.random.default_rng(0).permutation(N_ITEMS)[:K]
     cs = Coreset.from_indices(source, cols)
     for misfit in (False, True):  # the pure posterior, and with the misfit term (default)
-        predictor = IRTBayesPredictor(misfit=misfit, **{**FIT, "num_draws": 200}).fit(
+        predictor = IRTBayesPredictor(misfit=misfit, irt=FIT.replace(num_draws=200)).fit(
             source, cs, cache=cache)
         # 200 posterior draws is another fit than the selector's 50: fitted once, then shared
         assert predictor.irt_fit_ is not anchors.fit_ and predictor.irt_fit_.model == "2pl"
@@ -281,7 +281,7 @@ def test_registered_irt_bayes_defaults_are_calibrated(sim):
 
     source, target, truth, _ = sim
     fitted = fit_method(get_method("irt-bayes"), source, K, seed=0,
-                        **{**FIT, "num_draws": 200})
+                        irt=FIT.replace(num_draws=200))
     pred = fitted.predict_array(target[:, fitted.coreset.indices])
     assert fitted.predictor.tau_ >= 0.0
     coverage = np.mean((truth >= pred.lower) & (truth <= pred.upper))
@@ -307,15 +307,15 @@ def test_misfit_cv_reselects_on_each_fold(sim, anchors, monkeypatch):
 
     monkeypatch.setattr(RandomSelector, "_select", spy)
     fitted = fit_method(get_method("irt-bayes"), source, K, seed=0, misfit_folds=4,
-                        **{**FIT, "num_draws": 20})
+                        irt=FIT.replace(num_draws=20))
     monkeypatch.undo()
     assert calls == [N_SRC] + [N_SRC - N_SRC // 4] * 4  # the final selection, then each fold
     assert fitted.predictor.tau_ >= 0.0
     # used alone, the predictor holds its coreset fixed across the folds
-    alone = IRTBayesPredictor(misfit="cv", misfit_folds=4, **{**FIT, "num_draws": 20})
+    alone = IRTBayesPredictor(misfit="cv", misfit_folds=4, irt=FIT.replace(num_draws=20))
     assert alone.fit(source, anchors.coreset_).refit_ == alone.fixed_coreset_refit
     with pytest.raises(ValidationError, match="misfit must be one of"):
-        IRTBayesPredictor(misfit="bogus", **SEL).fit(source, anchors.coreset_)
+        IRTBayesPredictor(misfit="bogus", irt=SPEC).fit(source, anchors.coreset_)
 
 
 @needs_engine
@@ -336,8 +336,8 @@ def test_irt_bayes_continuous_lego_beats_coreset_mean():
     truth = target.mean(axis=1)
     cols = rng.permutation(n_items)[:k]
     cs = Coreset.from_indices(source, cols)
-    predictor = IRTBayesPredictor(model="lego", misfit="none",
-                                  **{**FIT, "num_draws": 60}).fit(source, cs)
+    predictor = IRTBayesPredictor(irt=FIT.replace(model="lego", num_draws=60),
+                                  misfit="none").fit(source, cs)
     assert not predictor.needs_binary
     pred = predictor.predict(target[:, cols])
     assert pred.draws.shape == (60, len(truth))
@@ -358,7 +358,7 @@ def test_metabench_bins_and_gam(sim, cache):
     from coreval.selection.fisher import FisherInformationSelector
 
     source, target, truth, _ = sim
-    sel = FisherInformationSelector(K, seed=0, fill=True, **PRED).fit(source, cache=cache)
+    sel = FisherInformationSelector(K, seed=0, fill=True, irt=SPEC).fit(source, cache=cache)
     filled, binned = sel.coreset_, np.sort(sel.coreset_.details["binned"])
     # one item per non-empty ability bin; fill=True tops up to exactly K
     assert len(binned) <= K and len(filled) == K and set(binned) <= set(filled.indices)
@@ -368,7 +368,7 @@ def test_metabench_bins_and_gam(sim, cache):
     assert len(binned) == non_empty
     assert list(filled.indices) == sorted(filled.indices)
     cs = Coreset.from_indices(source, binned)
-    gam = GAMPredictor(**PRED).fit(source, cs, cache=cache)
+    gam = GAMPredictor(irt=SPEC).fit(source, cs, cache=cache)
     assert gam.irt_fit_ is sel.fit_
     pred = gam.predict(target[:, cs.indices])
     assert _rmse(pred.mean, truth) < 1.5 * _oracle_rmse(sim, cs.indices)
@@ -400,7 +400,7 @@ def test_errors_are_one_line_validation_errors(sim, anchors):
     with pytest.raises(ValidationError, match="binary"):
         IRTAnchorSelector(5).fit(ScoreMatrix(source.values * 0.5))
     with pytest.raises(ValidationError, match="logistic"):
-        IRTAnchorSelector(5, model="beta").fit(source)
-    pred = PIRTPredictor(**PRED).fit(source, anchors.coreset_)
+        IRTAnchorSelector(5, irt=IRTFitSpec(model="beta")).fit(source)
+    pred = PIRTPredictor(irt=SPEC).fit(source, anchors.coreset_)
     with pytest.raises(ValidationError, match="shape"):
         pred.predict(np.zeros((2, len(anchors.coreset_) + 1)))

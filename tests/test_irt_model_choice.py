@@ -13,12 +13,13 @@ import pytest
 from coreval.base import FitCache
 from coreval.data.matrix import ScoreMatrix
 from coreval.irt import fit
+from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.source_fit import resolve_irt_model, validation_bias
 from coreval.prediction.gp_irt import GPIRTPredictor
 from coreval.selection.irt_anchors import IRTAnchorSelector
 
-FAST = {"dims": 1, "fit_method": "svi", "priors": "hierarchical", "num_steps": 600,
-        "learning_rate": 0.1, "num_draws": 20, "seed": 0, "show_progress": False}
+FAST = IRTFitSpec(dims=1, fit_method="svi", priors="hierarchical", num_steps=600,
+                  learning_rate=0.1, num_draws=20)
 
 
 def _guessing_matrix(seed: int = 0, n_models: int = 40, n_items: int = 160,
@@ -36,13 +37,13 @@ def _guessing_matrix(seed: int = 0, n_models: int = 40, n_items: int = 160,
 
 def test_resolve_keeps_a_named_model_and_scores_every_candidate_for_auto() -> None:
     source = _guessing_matrix()
-    options, errors = resolve_irt_model(source, dict(FAST, model="2pl"))
-    assert options["model"] == "2pl" and errors == {}
-    options, errors = resolve_irt_model(source, dict(FAST, model="auto"))
+    spec, errors = resolve_irt_model(source, FAST.replace(model="2pl"))
+    assert spec == FAST.replace(model="2pl") and errors == {}
+    spec, errors = resolve_irt_model(source, FAST.replace(model="auto"))
     assert set(errors) == {"2pl", "3pl"}
-    assert options["model"] == min(errors, key=errors.get)
+    assert spec == FAST.replace(model=min(errors, key=errors.get))
     # the errors are those of validation_bias for each model
-    assert errors["3pl"] == pytest.approx(validation_bias(source, **dict(FAST, model="3pl")))
+    assert errors["3pl"] == pytest.approx(validation_bias(source, FAST.replace(model="3pl")))
 
 
 @pytest.mark.parametrize("floor", [0.0, 0.3])
@@ -55,8 +56,7 @@ def test_hierarchical_guessing_prior_learns_the_benchmarks_floor(floor: float) -
     y = _guessing_matrix(n_models=60, n_items=200, floor=floor).values
     mean_c = {}
     for priors in ("hierarchical", "weak"):
-        result = fit("3pl", y, method="svi", priors=priors, num_steps=1500, learning_rate=0.1,
-                     num_draws=20, seed=0, show_progress=False)
+        result = fit("3pl", y, method="svi", priors=priors, seed=0, show_progress=False, settings={"num_steps": 1500, "learning_rate": 0.1, "num_draws": 20})
         mean_c[priors] = float(np.mean(result.item_point()["c"]))
     assert abs(mean_c["hierarchical"] - floor) < 0.08
     assert abs(mean_c["hierarchical"] - floor) < abs(mean_c["weak"] - floor)
@@ -64,15 +64,14 @@ def test_hierarchical_guessing_prior_learns_the_benchmarks_floor(floor: float) -
 
 def test_gp_irt_reuses_the_selectors_choice() -> None:
     source = _guessing_matrix(seed=1)
-    opts = {k: v for k, v in FAST.items() if k != "dims"}
+    spec = FAST.replace(model="auto")
     cache = FitCache()
-    selector = IRTAnchorSelector(k=12, model="auto", **opts).fit(source, cache=cache)
+    selector = IRTAnchorSelector(k=12, irt=spec, show_progress=False).fit(source, cache=cache)
     assert selector.model_ in ("2pl", "3pl")
     assert set(selector.validation_errors_) == {"2pl", "3pl"}
-    predictor = GPIRTPredictor(model="auto", **{k: v for k, v in opts.items()
-                                                if k != "seed"}).fit(source, selector.coreset_,
-                                                                     cache=cache)
-    assert predictor.irt_options_["model"] == selector.model_
+    predictor = GPIRTPredictor(irt=spec, show_progress=False).fit(source, selector.coreset_,
+                                                                   cache=cache)
+    assert predictor.irt_spec_.model == selector.model_
     assert predictor.irt_fit_ is selector.fit_
     # λ's bias is the chosen model's validation error
     assert predictor.bias_ == pytest.approx(selector.validation_errors_[selector.model_])

@@ -74,7 +74,7 @@ def test_the_toy_model_is_registered_here_only():
 
 def test_fit_and_score_a_new_model(floor_data):
     source, target, _, a_true, d_true = floor_data
-    result = fit("2pl-floor", source, method="map", num_steps=800, num_draws=20, seed=0)
+    result = fit("2pl-floor", source, method="map", seed=0, settings={"num_steps": 800, "num_draws": 20})
     assert result.link == "2pl-floor"
     point = result.item_point()
     assert np.corrcoef(point["d"], d_true)[0, 1] > 0.85

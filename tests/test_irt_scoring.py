@@ -12,7 +12,7 @@ from scipy.special import expit
 from coreval.errors import ValidationError
 from coreval.irt import IRTFit, score_new_model
 from coreval.irt._data import prepare
-from coreval.irt.inference import _to_idata
+from coreval.irt.inference.idata import _to_idata
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")
 

@@ -85,8 +85,8 @@ FIT_SCRIPT = textwrap.dedent("""
     rng = np.random.default_rng(0)
     y = (rng.random((20, 15)) < 0.6).astype(float)
     y[0, 0] = np.nan
-    r = fit("2pl", y, method="svi", priors="hierarchical", num_steps=20, num_draws=5,
-            seed=0, show_progress=False)
+    r = fit("2pl", y, method="svi", priors="hierarchical",
+            settings={"num_steps": 20, "num_draws": 5}, seed=0, show_progress=False)
     print(repr(float(r.item_point()["d"].sum())))
 """)
 

@@ -107,3 +107,41 @@ def test_cli_option_error_exits_2_with_one_line(tmp_path, matrix):
                               "--out", str(tmp_path / "r.parquet"), "-o", "levle=0.5"])
     assert bad.exit_code == 2 and "levle" in bad.output
     assert not (tmp_path / "r.parquet").exists()
+
+
+def test_irt_fit_spec_fields_are_options_shared_by_selector_and_predictor():
+    from coreval.irt.fit_spec import IRTFitSpec
+    from coreval.irt.source_fit import BAYES_FIT, METABENCH_FIT, TINYBENCH_FIT
+
+    method = get_method("gp-irt")
+    selector = method.make_selector(10, model="2pl", num_steps=300)
+    predictor = method.make_predictor(model="2pl", num_steps=300)
+    assert selector.irt == predictor.irt == TINYBENCH_FIT.replace(model="2pl", num_steps=300)
+    # a method's default spec reaches both components, also through a coreset choice
+    assert get_method("metabench").make_predictor().irt == METABENCH_FIT
+    bayes = get_method("irt-bayes")
+    for coreset in ("fisher", "anchors"):
+        assert bayes.make_selector(10, coreset=coreset).irt == bayes.make_predictor().irt \
+            == BAYES_FIT
+    # a whole spec is an option too, and its fields override it
+    spec = IRTFitSpec(model="1pl", fit_method="map")
+    assert method.make_predictor(irt=spec, num_draws=7).irt == spec.replace(num_draws=7)
+
+
+def test_irt_fit_spec_errors_name_the_field(matrix):
+    with pytest.raises(OptionError, match=r"'modle'.*did you mean 'model'"):
+        coreval.select(matrix, "gp-irt", 10, modle="2pl")
+    with pytest.raises(OptionError, match="fit_method must be one of"):
+        get_method("gp-irt").make_predictor(fit_method="mcmc")
+    with pytest.raises(OptionError, match="num_steps must be a positive integer"):
+        get_method("metabench").make_selector(10, num_steps=0)
+
+
+def test_a_method_whose_components_would_fit_different_irt_models_is_refused():
+    from coreval.errors import ValidationError
+    from coreval.prediction.gp_irt import GPIRTPredictor
+    from coreval.selection.fisher import FisherInformationSelector
+
+    # the Fisher selector's default fit (MAP, weak priors) is not gp-IRT's (SVI, hierarchical)
+    with pytest.raises(ValidationError, match="different irt"):
+        Method("mismatched", Component(FisherInformationSelector), Component(GPIRTPredictor))

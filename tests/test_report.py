@@ -130,6 +130,32 @@ def test_calibration_runs_jackknife_plus_covers_on_simulated_data():
     _png(plot_calibration(table))
 
 
+def test_calibration_runs_go_through_the_harness_and_honour_calibration(tmp_path):
+    from coreval import select
+    from coreval.data.splits import make_split
+    from coreval.errors import ValidationError
+
+    m = simulate(60, 80, seed=7).matrix
+    options = {"random+": {"calibration": "cv"}}
+    runs = calibration_runs(m, ["random+"], 10, seeds=(1,), n_source=40, levels=(0.5, 0.9),
+                            method_options=options, out=tmp_path / "cal.parquet",
+                            show_progress=False)
+    # the same numbers as fitting and predicting the split by hand, with calibration="cv"
+    sp = make_split(m, "random", seed=1, n_source=40)
+    source, target = m.take(sp.source), m.take(sp.target)
+    fitted = select(source, "random+", 10, seed=1, calibration="cv")
+    expected = coverage_table(target.summary_scores(), predict_levels(
+        fitted, target.values[:, fitted.coreset.indices], (0.5, 0.9)))
+    assert np.allclose(runs["coverage"], expected["coverage"])
+    assert np.allclose(runs["width"], expected["width"])
+    plain = calibration_runs(m, ["random+"], 10, seeds=(1,), n_source=40, levels=(0.5, 0.9),
+                             show_progress=False)
+    assert not np.allclose(plain["width"], runs["width"])  # "cv" is not dropped
+    assert (tmp_path / "cal.parquet").exists()  # the harness's results, resumable
+    with pytest.raises(ValidationError, match="calibration run"):
+        calibration_runs(m, ["random+"], 500, seeds=(1,), n_source=40, show_progress=False)
+
+
 def test_width_vs_budget_shrinks_and_plots():
     m = simulate(100, 200, seed=6).matrix
     src, tgt = m.take(np.arange(70)), m.take(np.arange(70, 100))

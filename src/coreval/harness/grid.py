@@ -9,6 +9,7 @@ a restarted grid resumes where it stopped (see :mod:`coreval.harness.store`).
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -28,7 +29,7 @@ from coreval._progress import progress_bar
 from coreval.base import FitCache, resolve_budget
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.harness.metrics import impute_metrics, score_metrics
+from coreval.harness.metrics import coverage, impute_metrics, mean_width, score_metrics
 from coreval.harness.store import (
     PartStore,
     matrix_fingerprint,
@@ -63,6 +64,7 @@ class Cell:
     source_rows: np.ndarray = field(repr=False)
     target_rows: np.ndarray = field(repr=False)
     options: dict[str, Any] = field(default_factory=dict, repr=False)
+    levels: tuple[float, ...] = ()
 
 
 def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
@@ -71,7 +73,7 @@ def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
              holdout: float = 0.1, split_seed: int = 42, out: str | os.PathLike,
              n_jobs: int = 1, scheduler: str | None = None, progress: bool = True,
              method_options: dict[str, dict] | None = None,
-             retry_failed: bool = False) -> pd.DataFrame:
+             retry_failed: bool = False, levels: Sequence[float] = ()) -> pd.DataFrame:
     """Evaluate methods on a grid and return one tidy row per run.
 
     For each dataset × n_source × split (seed, fold or family) × method × budget:
@@ -116,6 +118,12 @@ def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
         Extra keyword options for a method's selector and predictor factories.
     retry_failed : bool
         Run again the cells whose stored result is an error.
+    levels : sequence of float
+        Extra nominal levels at which score predictions are also made (with the
+        method's ``calibration``, :meth:`coreval.pipeline.FittedMethod.predict_levels`);
+        the column ``calibration`` then holds, per cell, the JSON list of
+        ``{"level", "coverage", "width", "interval"}`` over the target models
+        (:func:`coreval.report.calibration_runs` reads it).
 
     Returns
     -------
@@ -164,6 +172,9 @@ def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
             raise ValidationError(f"budgets must be numbers, got {b!r}")
         resolve_budget(b, np.iinfo(np.int64).max)
     n_source = [None if n is None else _as_int(n, "n_source") for n in n_source]
+    levels = tuple(float(v) for v in levels)
+    if any(not 0.0 < v < 1.0 for v in levels):
+        raise ValidationError(f"levels must be in (0, 1), got {list(levels)}")
     options = dict(method_options or {})
     unknown = sorted(set(options) - set(methods))
     if unknown:
@@ -183,7 +194,7 @@ def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
                 for mname in resolved:
                     for budget in dict.fromkeys(budgets):
                         cells.append(_make_cell(name, fp, matrix, sp, split, n_src, mname,
-                                                budget, options.get(mname, {})))
+                                                budget, options.get(mname, {}), levels))
     unique: dict[str, Cell] = {}
     for c in cells:  # a repeated seed gives the same cell twice: keep the first
         unique.setdefault(c.key, c)
@@ -214,23 +225,27 @@ def _as_int(value, what: str) -> int:
 
 
 def _make_cell(name: str, fp: str, matrix: ScoreMatrix, sp, split: str, n_src: int | None,
-               mname: str, budget: float, opts: dict) -> Cell:
+               mname: str, budget: float, opts: dict, levels: tuple[float, ...] = ()
+               ) -> Cell:
     try:
         k, k_error = resolve_budget(budget, matrix.n_items), None
     except ValidationError as exc:
         k, k_error = None, _one_line(exc)
     fold = None if sp.fold is None else int(sp.fold)
     label = getattr(sp, "label", None)
-    key = stable_hash({
+    spec = {
         "v": CELL_VERSION, "dataset": name, "data": fp, "method": mname, "options": opts,
         "budget": float(budget), "n_source": n_src, "split": split, "seed": int(sp.seed),
         "fold": fold, "label": label, "source": rows_fingerprint(sp.source),
         "target": rows_fingerprint(sp.target),
-    })
+    }
+    if levels:  # cells without extra levels keep their keys
+        spec["levels"] = list(levels)
+    key = stable_hash(spec)
     return Cell(key=key, dataset=name, method=mname, split=split, budget=float(budget), k=k,
                 k_error=k_error, n_source=n_src, seed=int(sp.seed), fold=fold, label=label,
                 source_rows=np.asarray(sp.source), target_rows=np.asarray(sp.target),
-                options=dict(opts))
+                options=dict(opts), levels=tuple(levels))
 
 
 @contextmanager
@@ -326,6 +341,10 @@ def run_cell(cell: Cell, matrix: ScoreMatrix, method: Method, *,
         row["interval"] = pred.interval
         row["level"] = float(pred.level)
         row.update(_score(method.task, source, target, coreset.indices, pred))
+        if cell.levels and method.task == "score":
+            row["calibration"] = _calibration(
+                target.summary_scores(),
+                fitted.predict_levels(target.values[:, coreset.indices], cell.levels))
     except Exception as exc:  # a failing cell is recorded, the grid goes on
         row["error"] = _one_line(exc)
     return row
@@ -356,6 +375,17 @@ def _score(task: str, source: ScoreMatrix, target: ScoreMatrix, selected: np.nda
             "spearman": m["spearman"], "pearson": m["pearson"], "r2": m["r2"],
             "coverage90": m["coverage"], "width90": m["width"],
             "interval_score90": m["interval_score"], **extra}
+
+
+def _calibration(truth: np.ndarray, predictions: Mapping[float, Any]) -> str:
+    """Coverage and mean width of the interval at each level, as a JSON list."""
+    rows = []
+    for level, pred in sorted(predictions.items()):
+        lower, upper = (np.asarray(v, dtype=float).reshape(truth.shape)
+                        for v in (pred.lower, pred.upper))
+        rows.append({"level": float(level), "coverage": coverage(truth, lower, upper),
+                     "width": mean_width(lower, upper), "interval": pred.interval})
+    return json.dumps(rows)
 
 
 def _full_columns(values: np.ndarray, pred, target: ScoreMatrix) -> np.ndarray:

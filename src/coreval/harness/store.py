@@ -46,8 +46,11 @@ SCHEMA = pa.schema([
     ("uses_source_models", pa.bool_()), ("error", pa.string()), ("fold", pa.int64()),
     ("label", pa.string()), ("task", pa.string()), ("level", pa.float64()),
     ("interval_score90", pa.float64()), ("n_cells", pa.int64()), ("n_columns", pa.int64()),
-    ("cell", pa.string()),
+    ("cell", pa.string()), ("calibration", pa.string()),
 ])
+
+#: Columns a part written before they existed may lack (read as null).
+_OPTIONAL = ("calibration",)
 
 #: Integer columns that are never null (plain int64 in pandas).
 _DENSE_INT = ("k", "seed", "n_target", "n_columns")
@@ -142,7 +145,7 @@ class PartStore:
         if key in self._tables:
             return self._tables[key]
         try:
-            table = pq.read_table(self.path(key)).select(SCHEMA.names).cast(SCHEMA)
+            table = _conform(pq.read_table(self.path(key)))
         except (OSError, pa.ArrowException, KeyError, ValueError):
             return None  # unreadable or from an older schema: treat as not finished
         self._tables[key] = table
@@ -175,4 +178,12 @@ def to_frame(table: pa.Table) -> pd.DataFrame:
 
 def read_results(path: str | os.PathLike) -> pd.DataFrame:
     """Read a combined results file written by :func:`coreval.harness.run_grid`."""
-    return to_frame(pq.read_table(path).select(SCHEMA.names).cast(SCHEMA))
+    return to_frame(_conform(pq.read_table(path)))
+
+
+def _conform(table: pa.Table) -> pa.Table:
+    """``table`` in :data:`SCHEMA`'s columns and types (missing optional columns as null)."""
+    for name in _OPTIONAL:
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(len(table), SCHEMA.field(name).type))
+    return table.select(SCHEMA.names).cast(SCHEMA)

@@ -1,7 +1,7 @@
 """Bayesian item response theory in NumPyro: models, inference, fitted results, scoring.
 
 >>> from coreval.irt import fit, score_new_model
->>> result = fit("2pl", matrix, method="svi")            # doctest: +SKIP
+>>> result = fit("2pl", matrix, method="svi", settings={"num_steps": 1000})  # doctest: +SKIP
 >>> posterior = score_new_model(result, responses)        # doctest: +SKIP
 
 Models (:mod:`coreval.irt.models`): ``"1pl"``, ``"2pl"``, ``"3pl"``, ``"beta"``,
@@ -21,11 +21,19 @@ from typing import Any
 _EXPORTS = {
     "AbilityPosterior": "coreval.irt.scoring",
     "IRTFit": "coreval.irt.result",
+    "IRTFitSpec": "coreval.irt.fit_spec",
+    "IRTModel": "coreval.irt.spec",
+    "MAPSettings": "coreval.irt.inference.settings",
+    "MMLSettings": "coreval.irt.inference.settings",
+    "NUTSSettings": "coreval.irt.inference.settings",
+    "SVISettings": "coreval.irt.inference.settings",
     "fit": "coreval.irt.inference",
+    "register_model": "coreval.irt.spec",
     "score_new_model": "coreval.irt.scoring",
 }
 
-__all__ = ["AbilityPosterior", "IRTFit", "fit", "models", "score_new_model"]
+__all__ = ["AbilityPosterior", "IRTFit", "IRTFitSpec", "IRTModel", "MAPSettings", "MMLSettings",
+           "NUTSSettings", "SVISettings", "fit", "models", "register_model", "score_new_model"]
 
 
 def __getattr__(name: str) -> Any:

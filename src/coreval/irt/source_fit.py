@@ -1,9 +1,10 @@
 """Fitting the IRT model on source models, shared by the IRT selectors and predictors.
 
-An IRT selector and its predictor need the same fit of the source models. Both
-call :func:`fit_source_irt` with the caller's :class:`~coreval.base.FitCache`; the
-key is the source's fingerprint and the full fit specification, so a fit is
-reused exactly when everything that defines it is equal. ``model="auto"`` chooses
+An IRT selector and its predictor need the same fit of the source models. A method
+declares one :class:`~coreval.irt.fit_spec.IRTFitSpec` for both, and both call
+:func:`fit_source_irt` with it and the caller's :class:`~coreval.base.FitCache`; the
+key is the source's fingerprint, the spec and the seed, so a fit is reused exactly
+when everything that defines it is equal. ``model="auto"`` chooses
 between the 2PL and the 3PL by the gp-IRT validation error (:func:`validation_bias`),
 and the choice is cached the same way.
 
@@ -23,6 +24,7 @@ import numpy as np
 from coreval.base.cache import FitCache, get_or_fit, source_fingerprint
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.logistic import estimate_abilities, logistic_icc
 from coreval.irt.spec import get_spec, model_names
 
@@ -35,38 +37,31 @@ from coreval.irt.spec import get_spec, model_names
 #: steep discriminations (benchmarks/archive/results/gpirt_model_choice.md).
 ANCHOR_MODEL = "3pl"
 
-#: Keyword arguments of :func:`fit_source_irt`, read off an estimator's attributes.
-IRT_FIT_OPTIONS: tuple[str, ...] = ("model", "dims", "fit_method", "priors", "num_steps",
-                                    "learning_rate", "num_draws", "seed", "show_progress")
-
-
-def irt_options(estimator: Any) -> dict[str, Any]:
-    """The :func:`fit_source_irt` options of a selector or predictor (``dims`` defaults to 1).
-
-    Every IRT-driven estimator stores these hyperparameters under the same names
-    (scikit-learn contract), so one function collects them for the fit's cache key.
-    """
-    options = {name: getattr(estimator, name) for name in IRT_FIT_OPTIONS
-               if hasattr(estimator, name)}
-    options.setdefault("dims", 1)
-    return options
-
-
 #: The logistic models ``model="auto"`` chooses between (:func:`resolve_irt_model`).
 AUTO_MODELS: tuple[str, ...] = ("2pl", "3pl")
 
+#: The fit of tinyBenchmarks' anchors and p-IRT/gp-IRT in the mRMR reference code (SVI with
+#: Adam at learning rate 0.1 for 2000 steps, hierarchical priors), with :data:`ANCHOR_MODEL`.
+TINYBENCH_FIT = IRTFitSpec(model=ANCHOR_MODEL)
 
-def _spec_key(source: ScoreMatrix, options: dict[str, Any]) -> tuple:
-    """Cache key of a fit: the data's fingerprint and every option that defines the fit."""
-    spec = {k: v for k, v in options.items() if k != "show_progress"}
-    spec.setdefault("dims", 1)
-    return (source_fingerprint(source), tuple(sorted(spec.items(), key=lambda kv: kv[0])))
+#: metabench's fit (Kipnis et al. 2025 fit by marginal ML in R's mirt): the 2PL at its
+#: posterior mode under weak priors, Adam at learning rate 0.05 for 2000 steps.
+METABENCH_FIT = IRTFitSpec(model="2pl", fit_method="map", priors="weak", learning_rate=0.05,
+                           num_draws=1)
+
+#: irt-bayes' fit: the 2PL by SVI under the hierarchical priors, 200 posterior draws.
+BAYES_FIT = IRTFitSpec(model="2pl")
 
 
-def resolve_irt_model(source: ScoreMatrix, options: dict[str, Any], *,
-                      cache: FitCache | None = None,
-                      ) -> tuple[dict[str, Any], dict[str, float]]:
-    """Replace ``model="auto"`` in fit options by the model that predicts held-out models best.
+def _fit_key(kind: str, source: ScoreMatrix, spec: IRTFitSpec, seed: int) -> tuple:
+    """Cache key of a fit: the data's fingerprint, the spec and the seed."""
+    return (kind, source_fingerprint(source), spec.key(), int(seed))
+
+
+def resolve_irt_model(source: ScoreMatrix, spec: IRTFitSpec, *, seed: int = 0,
+                      cache: FitCache | None = None, show_progress: bool | None = None,
+                      ) -> tuple[IRTFitSpec, dict[str, float]]:
+    """Replace ``model="auto"`` in a fit spec by the model that predicts held-out models best.
 
     Each of :data:`AUTO_MODELS` is scored by the gp-IRT validation error
     (:func:`validation_bias`: fitted on 4/5 of the source models, the mean
@@ -81,47 +76,50 @@ def resolve_irt_model(source: ScoreMatrix, options: dict[str, Any], *,
     Parameters
     ----------
     source : ScoreMatrix
-    options : dict
-        Options of :func:`fit_source_irt`; returned unchanged unless ``model`` is ``"auto"``.
+    spec : IRTFitSpec
+        Returned unchanged unless its ``model`` is ``"auto"``.
+    seed : int
+        Seed of the fits.
     cache : FitCache, optional
+    show_progress : bool, optional
 
     Returns
     -------
-    options : dict
+    spec : IRTFitSpec
         With the chosen model.
     errors : dict
         Validation error of each candidate (empty when nothing was chosen).
     """
-    if options.get("model") != "auto":
-        return options, {}
+    if spec.model != "auto":
+        return spec, {}
 
     def choose() -> dict[str, float]:
-        return {m: validation_bias(source, cache=cache, **{**options, "model": m})
+        return {m: validation_bias(source, spec.replace(model=m), seed=seed, cache=cache,
+                                   show_progress=show_progress)
                 for m in AUTO_MODELS}
 
-    errors = get_or_fit(cache, ("irt-auto", *_spec_key(source, options)), choose)
-    return {**options, "model": min(errors, key=errors.__getitem__)}, dict(errors)
+    errors = get_or_fit(cache, _fit_key("irt-auto", source, spec, seed), choose)
+    return spec.replace(model=min(errors, key=errors.__getitem__)), dict(errors)
 
 
-def fit_source_irt(source: ScoreMatrix, *, cache: FitCache | None = None, model: str = "2pl",
-                   dims: int = 1, fit_method: str = "svi", priors: str = "hierarchical",
-                   num_steps: int = 2000, learning_rate: float = 0.1,
-                   num_draws: int = 200, seed: int = 0,
-                   show_progress: bool | None = None) -> Any:
+def fit_source_irt(source: ScoreMatrix, spec: IRTFitSpec, *, seed: int = 0,
+                   cache: FitCache | None = None, show_progress: bool | None = None) -> Any:
     """Fit an IRT model on the source models with :func:`coreval.irt.fit`.
 
     Parameters
     ----------
     source : ScoreMatrix
         Source models × items.
+    spec : IRTFitSpec
+        Model, dimensions, inference algorithm, priors and optimiser settings
+        (``model`` must be resolved: see :func:`resolve_irt_model`).
+    seed : int
+        Seed of the fit.
     cache : FitCache, optional
-        The caller's cache: the fit is reused when the data and every other
-        option are equal (the harness shares one cache across the budgets and
-        methods of a split, so the IRT model is fitted once per split).
-    model, dims, fit_method, priors, num_steps, learning_rate, num_draws, seed, show_progress
-        Passed to :func:`coreval.irt.fit` (``fit_method`` is its ``method``). The
-        defaults are the gp-IRT setting of the mRMR reference code: 1-D 2PL,
-        hierarchical priors, SVI with Adam at learning rate 0.1 for 2000 steps.
+        The caller's cache: the fit is reused when the data, the spec and the seed
+        are equal (the harness shares one cache across the budgets and methods of a
+        split, so the IRT model is fitted once per split).
+    show_progress : bool, optional
 
     Returns
     -------
@@ -129,12 +127,12 @@ def fit_source_irt(source: ScoreMatrix, *, cache: FitCache | None = None, model:
     """
     from coreval.irt.inference import fit  # imported lazily: the inference pulls in JAX
 
-    options = dict(method=fit_method, dims=dims, priors=priors,
-                   num_steps=num_steps, learning_rate=learning_rate, num_draws=num_draws,
-                   seed=seed)
-    key = ("irt", *_spec_key(source, {"model": model, **options}))
-    return get_or_fit(cache, key, lambda: fit(model, source, show_progress=show_progress,
-                                              **options))
+    if spec.model == "auto":
+        raise ValidationError("fit_source_irt needs a resolved model; call resolve_irt_model "
+                              "first for model='auto'")
+    return get_or_fit(cache, _fit_key("irt", source, spec, seed), lambda: fit(
+        spec.model, source, method=spec.fit_method, dims=spec.dims, priors=spec.priors,
+        settings=spec.settings(), seed=seed, show_progress=show_progress))
 
 
 def logistic_item_params(irt_fit: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -171,8 +169,9 @@ def logistic_item_params(irt_fit: Any) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return a, d, c
 
 
-def validation_bias(source: ScoreMatrix, *, theta_bounds: tuple[float, float] | None = None,
-                    cache: FitCache | None = None, **fit_options) -> float:
+def validation_bias(source: ScoreMatrix, spec: IRTFitSpec, *, seed: int = 0,
+                    theta_bounds: tuple[float, float] | None = None,
+                    cache: FitCache | None = None, show_progress: bool | None = None) -> float:
     """Mean absolute error of IRT score predictions on held-out source models.
 
     The reference code's procedure (mRMR paper, appendix G.1): fit the IRT model
@@ -185,12 +184,15 @@ def validation_bias(source: ScoreMatrix, *, theta_bounds: tuple[float, float] | 
     ----------
     source : ScoreMatrix
         Source models (at least 3).
+    spec : IRTFitSpec
+        The fit (resolved model).
+    seed : int
+        Seed of the validation fit.
     theta_bounds : (low, high), optional
         Box bounds of the ability MLE.
     cache : FitCache, optional
         Cache of the validation fit.
-    **fit_options
-        Options of :func:`fit_source_irt`.
+    show_progress : bool, optional
 
     Returns
     -------
@@ -202,8 +204,8 @@ def validation_bias(source: ScoreMatrix, *, theta_bounds: tuple[float, float] | 
     train_rows = np.setdiff1d(np.arange(source.n_models), val_rows)
     if len(train_rows) < 2:
         raise ValidationError(f"gp-IRT needs at least 3 source models, got {source.n_models}")
-    a, d, c = logistic_item_params(fit_source_irt(source.take(train_rows), cache=cache,
-                                                  **fit_options))
+    a, d, c = logistic_item_params(fit_source_irt(source.take(train_rows), spec, seed=seed,
+                                                  cache=cache, show_progress=show_progress))
     seen = np.arange(0, source.n_items, 2)
     unseen = np.arange(1, source.n_items, 2)
     c_seen = None if c is None else c[seen]

@@ -16,9 +16,10 @@
   and 89-97 % (mean 93 %) with the cross-validated misfit term, against 87-92 %
   (mean 90 %) for the random coreset (benchmarks/results/irt_bayes_calibration.md).
 
-The selector and the predictor of a method share the caller's
-:class:`~coreval.base.FitCache`, so each method fits the IRT model on the source
-once when both ask for the same fit.
+Each method declares one :class:`~coreval.irt.fit_spec.IRTFitSpec` (``shared``) for its
+selector and its predictor, and both use the caller's :class:`~coreval.base.FitCache`,
+so each method fits the IRT model on the source once. The spec's fields are options
+of the method (``model="2pl"``, ``fit_method="map"``, ``num_steps=500``).
 
 References
 ----------
@@ -28,6 +29,7 @@ Efficient Benchmarking Is Just Feature Selection and Multiple Regression.
 
 from __future__ import annotations
 
+from coreval.irt.source_fit import BAYES_FIT, METABENCH_FIT, TINYBENCH_FIT
 from coreval.methods.registry import Choice, Component, declare
 from coreval.prediction.gam import GAMPredictor
 from coreval.prediction.gp_irt import GPIRTPredictor, PIRTPredictor
@@ -42,22 +44,21 @@ METABENCH = "Kipnis et al. 2025, metabench (mRMR paper, metabench)"
 #: The coresets of irt-bayes (option ``coreset``).
 IRT_BAYES_CORESETS = Choice("coreset", {
     "random": Component(RandomSelector),
-    "fisher": Component(FisherInformationSelector,
-                        defaults={"fit_method": "svi", "priors": "hierarchical",
-                                  "learning_rate": 0.1, "num_draws": 200},
-                        fixed={"fill": True}),
+    "fisher": Component(FisherInformationSelector, fixed={"fill": True}),
     "anchors": Component(IRTAnchorSelector),
 }, default="random")
 
-declare("p-irt", IRTAnchorSelector, PIRTPredictor,
+declare("p-irt", IRTAnchorSelector, PIRTPredictor, shared={"irt": TINYBENCH_FIT},
         description="IRT anchor points + p-IRT (observed anchors + IRT-predicted rest)",
         reference=TINYBENCH)
-declare("gp-irt", IRTAnchorSelector, GPIRTPredictor, refits=True,
+declare("gp-irt", IRTAnchorSelector, GPIRTPredictor, refits=True, shared={"irt": TINYBENCH_FIT},
         description="IRT anchor points + gp-IRT (λ-mix of anchor mean and p-IRT)",
         reference=TINYBENCH)
 declare("metabench", FisherInformationSelector, GAMPredictor, refits=True,
+        shared={"irt": METABENCH_FIT},
         description="Fisher information per ability-quantile bin + GAM(θ̂, coreset mean)",
         reference=METABENCH)
 declare("irt-bayes", IRT_BAYES_CORESETS, IRTBayesPredictor, refits=True,
+        shared={"irt": BAYES_FIT},
         description="IRT posterior predictive of the full score (coreset: random|fisher|anchors)",
         reference="coreval; IRT as in Polo et al. 2024")

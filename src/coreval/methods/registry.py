@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -68,6 +69,13 @@ class Component:
     fixed : mapping
         Parameter values that define the method (e.g. ``kernel=True`` of
         ``search++``); an option that tries to change one is an error.
+
+    Notes
+    -----
+    A parameter whose value is a structured specification (an object with
+    ``field_names()`` and ``replace(**changes)``, such as
+    :class:`coreval.irt.fit_spec.IRTFitSpec` in ``irt``) exposes its fields as
+    options: ``model="3pl"`` becomes ``irt=spec.replace(model="3pl")``.
     """
 
     cls: type
@@ -82,13 +90,43 @@ class Component:
             raise ValidationError(f"{self.cls.__name__} has no parameters {unknown}")
 
     @property
-    def params(self) -> tuple[str, ...]:
+    def direct_params(self) -> tuple[str, ...]:
         """Parameter names of ``cls.__init__`` (scikit-learn's introspection)."""
         return tuple(self.cls._get_param_names())
 
+    @property
+    def structured(self) -> dict[str, Any]:
+        """Parameters whose value is a structured spec, with the method's value of each."""
+        signature = inspect.signature(self.cls.__init__).parameters
+        values = {name: p.default for name, p in signature.items()
+                  if p.default is not inspect.Parameter.empty}
+        values.update(self.defaults)
+        values.update(self.fixed)
+        return {name: value for name, value in values.items()
+                if callable(getattr(value, "field_names", None))
+                and callable(getattr(value, "replace", None))}
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """Every option name: the direct parameters and the fields of structured ones."""
+        direct = self.direct_params
+        fields = [f for spec in self.structured.values() for f in spec.field_names()
+                  if f not in direct]
+        return (*direct, *fields)
+
     def build(self, options: Mapping[str, Any]) -> Any:
-        """An instance with ``{**defaults, **options, **fixed}``."""
-        return self.cls(**{**self.defaults, **options, **self.fixed})
+        """An instance with ``{**defaults, **options, **fixed}``, fields folded into specs."""
+        merged = {**self.defaults, **options, **self.fixed}
+        direct = set(self.direct_params)
+        for name, default in self.structured.items():
+            spec = merged.get(name, default)
+            changes = {f: merged.pop(f) for f in default.field_names()
+                       if f in merged and f not in direct}
+            try:
+                merged[name] = spec.replace(**changes)
+            except ValidationError as err:
+                raise OptionError(str(err)) from None
+        return self.cls(**merged)
 
 
 @dataclass(frozen=True)
@@ -146,6 +184,18 @@ class Method:
     task: Literal["score", "impute"] = "score"
     description: str = ""
     reference: str = ""
+
+    def __post_init__(self) -> None:
+        selectors = (self.selector.choices.values() if isinstance(self.selector, Choice)
+                     else (self.selector,))
+        shared = self.predictor.structured
+        for sel in selectors:
+            for name, spec in sel.structured.items():
+                if name in shared and shared[name] != spec:
+                    raise ValidationError(
+                        f"method {self.name!r}: {sel.cls.__name__} and "
+                        f"{self.predictor.cls.__name__} would use different {name} "
+                        f"({spec} vs {shared[name]}); declare one with shared=")
 
     def _selector_component(self, options: Mapping[str, Any]) -> Component:
         return self.selector.pick(options) if isinstance(self.selector, Choice) else self.selector
@@ -238,10 +288,29 @@ def register_method(method: Method, *, replace: bool = False) -> Method:
     return method
 
 
+def _with_shared(component: Component | Choice, shared: Mapping[str, Any]) -> Component | Choice:
+    """``component`` with the ``shared`` values among its defaults (where it takes them)."""
+    if isinstance(component, Choice):
+        return Choice(component.option, {key: _with_shared(c, shared)
+                                         for key, c in component.choices.items()},
+                      component.default)
+    own = {k: v for k, v in shared.items() if k in component.direct_params
+           and k not in component.defaults}
+    if not own:
+        return component
+    return Component(component.cls, {**component.defaults, **own}, component.fixed)
+
+
 def declare(name: str, selector: Component | Choice | type, predictor: Component | type, *,
             refits: bool = False, task: Literal["score", "impute"] = "score",
+            shared: Mapping[str, Any] | None = None,
             description: str = "", reference: str = "") -> list[Method]:
     """Declare and register a method; with ``refits`` also ``name+`` and ``name++``.
+
+    ``shared`` gives parameter values to every component that takes them (e.g. one
+    ``irt=IRTFitSpec(...)`` for the selector and the predictor, so that they fit the
+    source models once); a component's own ``defaults`` take precedence. A selector
+    and a predictor that would use different structured specs are an error.
 
     ``X+`` refits the coreset of ``X``'s selector with ridge regression and ``X++``
     with a degree-2 polynomial kernel ridge (c = 1), both with λ by leave-one-out,
@@ -252,9 +321,11 @@ def declare(name: str, selector: Component | Choice | type, predictor: Component
     from coreval.prediction.ridge import KernelRidgePredictor, RidgePredictor
 
     sel = selector if isinstance(selector, Component | Choice) else Component(selector)
+    sel = _with_shared(sel, shared or {})
     methods = []
     if predictor is not None:
         pred = predictor if isinstance(predictor, Component) else Component(predictor)
+        pred = _with_shared(pred, shared or {})
         methods.append(Method(name, sel, pred, task, description, reference))
     if refits:
         methods.append(Method(f"{name}+", sel, Component(RidgePredictor), task,

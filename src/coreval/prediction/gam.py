@@ -21,8 +21,9 @@ from pygam import LinearGAM, s
 from coreval.base import Coreset, Prediction, Predictor
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.logistic import estimate_abilities
-from coreval.irt.source_fit import fit_source_irt, irt_options, logistic_item_params
+from coreval.irt.source_fit import METABENCH_FIT, fit_source_irt, logistic_item_params
 
 
 class GAMPredictor(Predictor):
@@ -36,9 +37,10 @@ class GAMPredictor(Predictor):
         Bounds of the ability MLE on the coreset (reference: (-4, 4)).
     n_splines : int
         Basis size of each smooth term (pygam default 20).
-    model, fit_method, priors, num_steps, learning_rate, num_draws
-        IRT fit used when the coreset carries none
-        (:func:`coreval.irt.source_fit.fit_source_irt`).
+    irt : IRTFitSpec
+        The IRT fit of the source models (1-D logistic; default
+        :data:`coreval.irt.source_fit.METABENCH_FIT`, the Fisher selector's, whose
+        fit is reused through the caller's cache).
     seed : int
     show_progress : bool, optional
 
@@ -53,19 +55,12 @@ class GAMPredictor(Predictor):
     needs_binary = True
 
     def __init__(self, *, level: float = 0.9, theta_bounds: tuple[float, float] = (-4.0, 4.0),
-                 n_splines: int = 20, model: str = "2pl", fit_method: str = "map",
-                 priors: str = "weak", num_steps: int = 2000, learning_rate: float = 0.05,
-                 num_draws: int = 1, seed: int = 0,
+                 n_splines: int = 20, irt: IRTFitSpec = METABENCH_FIT, seed: int = 0,
                  show_progress: bool | None = None) -> None:
         self.level = level
         self.theta_bounds = theta_bounds
         self.n_splines = n_splines
-        self.model = model
-        self.fit_method = fit_method
-        self.priors = priors
-        self.num_steps = num_steps
-        self.learning_rate = learning_rate
-        self.num_draws = num_draws
+        self.irt = irt
         self.seed = seed
         self.show_progress = show_progress
 
@@ -76,7 +71,8 @@ class GAMPredictor(Predictor):
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
         if not 0.0 < self.level < 1.0:
             raise ValidationError(f"level must be in (0, 1), got {self.level}")
-        irt_fit = fit_source_irt(source, cache=self.cache_, **irt_options(self))
+        irt_fit = fit_source_irt(source, self.irt, seed=self.seed, cache=self.cache_,
+                                 show_progress=self.show_progress)
         a, d, c = logistic_item_params(irt_fit)
         if a.shape[1] != 1:
             raise ValidationError(f"GAMPredictor needs a 1-D IRT fit, got {a.shape[1]} dims")

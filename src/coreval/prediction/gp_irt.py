@@ -22,11 +22,11 @@ import numpy as np
 from coreval.base import Coreset, Prediction, Predictor
 from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
+from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.logistic import estimate_abilities, logistic_icc
 from coreval.irt.source_fit import (
-    ANCHOR_MODEL,
+    TINYBENCH_FIT,
     fit_source_irt,
-    irt_options,
     logistic_item_params,
     resolve_irt_model,
     validation_bias,
@@ -63,10 +63,10 @@ class PIRTPredictor(Predictor):
 
     Parameters
     ----------
-    model, dims, fit_method, priors, num_steps, learning_rate, num_draws
-        IRT fit (:func:`coreval.irt.source_fit.fit_source_irt`; the selector's when
-        it is the same fit); the default model is
-        :data:`coreval.irt.source_fit.ANCHOR_MODEL`. ``model="auto"`` takes the IRT
+    irt : IRTFitSpec
+        The IRT fit of the source models (default
+        :data:`coreval.irt.source_fit.TINYBENCH_FIT`, the anchor selector's, whose fit
+        is reused through the caller's cache). ``model="auto"`` takes the IRT
         anchor selector's choice between the 2PL and the 3PL, or makes it
         (:func:`coreval.irt.source_fit.resolve_irt_model`);
         measured in benchmarks/archive/results/gpirt_model_choice.md.
@@ -80,8 +80,8 @@ class PIRTPredictor(Predictor):
 
     Attributes
     ----------
-    irt_options_ : dict
-        The IRT fit options used (``model`` resolved).
+    irt_spec_ : IRTFitSpec
+        The IRT fit used (``model`` resolved).
     irt_fit_ : IRTFit
         The IRT fit on the source models.
 
@@ -100,17 +100,10 @@ class PIRTPredictor(Predictor):
 
     needs_binary = True
 
-    def __init__(self, *, model: str = ANCHOR_MODEL, dims: int = 1, fit_method: str = "svi",
-                 priors: str = "hierarchical", num_steps: int = 2000, learning_rate: float = 0.1,
-                 num_draws: int = 200, theta_bounds: tuple[float, float] | None = None,
+    def __init__(self, *, irt: IRTFitSpec = TINYBENCH_FIT,
+                 theta_bounds: tuple[float, float] | None = None,
                  level: float = 0.9, seed: int = 0, show_progress: bool | None = None) -> None:
-        self.model = model
-        self.dims = dims
-        self.fit_method = fit_method
-        self.priors = priors
-        self.num_steps = num_steps
-        self.learning_rate = learning_rate
-        self.num_draws = num_draws
+        self.irt = irt
         self.theta_bounds = theta_bounds
         self.level = level
         self.seed = seed
@@ -118,8 +111,10 @@ class PIRTPredictor(Predictor):
 
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
         # model="auto": the selector's choice when it shared the cache, else made here
-        self.irt_options_, _ = resolve_irt_model(source, irt_options(self), cache=self.cache_)
-        self.irt_fit_ = fit_source_irt(source, cache=self.cache_, **self.irt_options_)
+        self.irt_spec_, _ = resolve_irt_model(source, self.irt, seed=self.seed,
+                                              cache=self.cache_, show_progress=self.show_progress)
+        self.irt_fit_ = fit_source_irt(source, self.irt_spec_, seed=self.seed, cache=self.cache_,
+                                       show_progress=self.show_progress)
         self.a_, self.d_, self.c_ = logistic_item_params(self.irt_fit_)
         cols = coreset.indices
         self.unseen_ = np.setdiff1d(np.arange(source.n_items), cols)
@@ -185,8 +180,9 @@ class GPIRTPredictor(PIRTPredictor):
     """
 
     def _fit_extra(self, source: ScoreMatrix, coreset: Coreset) -> None:
-        self.bias_ = validation_bias(source, theta_bounds=self.theta_bounds, cache=self.cache_,
-                                     **self.irt_options_)
+        self.bias_ = validation_bias(source, self.irt_spec_, seed=self.seed,
+                                     theta_bounds=self.theta_bounds, cache=self.cache_,
+                                     show_progress=self.show_progress)
         self.anchor_variance_ = anchor_variance(source.values, len(coreset))
         self.lambda_ = gp_irt_lambda(self.bias_, self.anchor_variance_)
         k = len(coreset)

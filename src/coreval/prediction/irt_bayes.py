@@ -37,8 +37,9 @@ from coreval._progress import progress
 from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.logistic import LOGIT_CLIP, grid_ability_draws
-from coreval.irt.source_fit import fit_source_irt, irt_options
+from coreval.irt.source_fit import BAYES_FIT, fit_source_irt
 
 #: Accepted values of ``IRTBayesPredictor(misfit=...)``.
 MISFIT_MODES: tuple[str, ...] = ("cv", "in-sample", "none")
@@ -49,8 +50,6 @@ class IRTBayesPredictor(Predictor):
 
     Parameters
     ----------
-    num_draws : int
-        Posterior draws of the new model's ability (each paired with an item-parameter draw).
     noise : bool
         Add Bernoulli noise on the unobserved items (the full score is a finite
         sum of answers); without it the interval covers only the expected score.
@@ -76,11 +75,13 @@ class IRTBayesPredictor(Predictor):
         Nominal coverage of the credible interval.
     ability_method : {"eap", "nuts", "map"}
         ``method`` of :func:`coreval.irt.score_new_model`.
-    model, dims, fit_method, priors, num_steps, learning_rate
-        IRT fit used when the coreset does not carry one
-        (:func:`coreval.irt.source_fit.fit_source_irt`, the selector's when it is the same fit); a fit with
-        posterior draws (``"svi"``, ``"nuts"``, or MAP with Laplace draws) is
-        needed for the item-parameter uncertainty. Hierarchical priors by default:
+    irt : IRTFitSpec
+        The IRT fit of the source models (default
+        :data:`coreval.irt.source_fit.BAYES_FIT`; the selector's through the caller's
+        cache when it asks for the same fit). Its ``num_draws`` is also the number of
+        posterior draws of a new model's ability, each paired with an item-parameter
+        draw. A fit with posterior draws (``"svi"``, ``"nuts"``, or MAP with Laplace
+        draws) is needed for the item-parameter uncertainty. Hierarchical priors by default:
         on the 8 shared matrices (30 source models, seeds 0-1) they gave a lower
         RMSE than weak priors in 13 of 16 dataset × budget rows
         (benchmarks/irt_methods.py; gsm 10%: 5.2 vs 9.8 pp; measured with the
@@ -110,44 +111,37 @@ class IRTBayesPredictor(Predictor):
         """Binary data for the logistic models; scores in [0, 1] for the continuous ones."""
         from coreval.irt.spec import get_spec
 
-        return get_spec(self.model).logistic
+        return get_spec(self.irt.model).logistic
 
-    def __init__(self, *, num_draws: int = 200, noise: bool = True,
+    def __init__(self, *, irt: IRTFitSpec = BAYES_FIT, noise: bool = True,
                  misfit: str | bool = "cv", misfit_folds: int = 5, level: float = 0.9,
-                 ability_method: str = "eap", model: str = "2pl", dims: int = 1,
-                 fit_method: str = "svi", priors: str = "hierarchical", num_steps: int = 2000,
-                 learning_rate: float = 0.1, seed: int = 0,
+                 ability_method: str = "eap", seed: int = 0,
                  show_progress: bool | None = None) -> None:
-        self.num_draws = num_draws
+        self.irt = irt
         self.noise = noise
         self.misfit = misfit
         self.misfit_folds = misfit_folds
         self.level = level
         self.ability_method = ability_method
-        self.model = model
-        self.dims = dims
-        self.fit_method = fit_method
-        self.priors = priors
-        self.num_steps = num_steps
-        self.learning_rate = learning_rate
         self.seed = seed
         self.show_progress = show_progress
 
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
         if not 0.0 < self.level < 1.0:
             raise ValidationError(f"level must be in (0, 1), got {self.level}")
-        if int(self.num_draws) < 2:
-            raise ValidationError(f"num_draws must be at least 2, got {self.num_draws}")
+        if self.irt.num_draws < 2:
+            raise ValidationError(f"num_draws must be at least 2, got {self.irt.num_draws}")
         self._misfit_mode()  # validate before the (slow) fit
         from coreval.irt.spec import get_spec
 
-        spec = get_spec(self.model)  # raises for an unknown model, naming the known ones
+        spec = get_spec(self.irt.model)  # raises for an unknown model, naming the known ones
         self.logistic_ = spec.logistic
-        self.irt_fit_ = fit_source_irt(source, cache=self.cache_, **irt_options(self))
+        self.irt_fit_ = fit_source_irt(source, self.irt, seed=self.seed, cache=self.cache_,
+                                       show_progress=self.show_progress)
         draws = self.irt_fit_.item_draws()
         # Which item-parameter draw each ability draw uses (all draws when there are enough).
         rng = np.random.default_rng(self.seed)
-        n_avail, n_draws = draws["d"].shape[0], int(self.num_draws)
+        n_avail, n_draws = draws["d"].shape[0], self.irt.num_draws
         index = (np.arange(n_draws) if n_avail == n_draws else
                  np.sort(rng.choice(n_avail, size=n_draws, replace=n_avail < n_draws)))
         cols = coreset.indices
@@ -156,7 +150,7 @@ class IRTBayesPredictor(Predictor):
         draws = {name: np.asarray(v, dtype=float)[index] for name, v in draws.items()}
         broken = [name for name, v in draws.items() if not np.isfinite(v).all()]
         if broken:
-            raise ValidationError(f"irt-bayes: the fitted {self.model!r} model has non-finite "
+            raise ValidationError(f"irt-bayes: the fitted {self.irt.model!r} model has non-finite "
                                   f"posterior draws of {broken}; try another fit_method or "
                                   "a lower learning_rate")
         if "a" not in draws:
@@ -215,7 +209,7 @@ class IRTBayesPredictor(Predictor):
         if bad.any():
             raise ValidationError(
                 f"irt-bayes: the ability posterior of {int(bad.sum())} of {len(bad)} models is "
-                f"not finite under the fitted {self.model!r} model (a degenerate Laplace/grid "
+                f"not finite under the fitted {self.irt.model!r} model (a degenerate Laplace/grid "
                 "posterior); try another IRT model or fit_method")
         if not self.logistic_:
             return self._simulate_continuous(x, theta, rng)
@@ -262,11 +256,11 @@ class IRTBayesPredictor(Predictor):
                 if name in params:
                     params[name] = np.full(n, params[name])
             t = theta[:, s, :]
-            mu = np.asarray(mean_response(self.model, t, params), dtype=float)
+            mu = np.asarray(mean_response(self.irt.model, t, params), dtype=float)
             expected[:, s] = mu @ self.w_unseen_
             if self.noise:
                 key, sub = jax.random.split(key)
-                y = np.asarray(response_dist(self.model, t, params).sample(sub), dtype=float)
+                y = np.asarray(response_dist(self.irt.model, t, params).sample(sub), dtype=float)
                 simulated[:, s] = np.clip(y, 0.0, 1.0) @ self.w_unseen_
             else:
                 simulated[:, s] = expected[:, s]

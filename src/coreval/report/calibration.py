@@ -20,17 +20,20 @@ calibration and sharpness. *JRSS B* 69, 243-268 (coverage vs nominal level).
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from coreval._progress import progress
+from coreval._progress import progress, progress_enabled
 from coreval.api import FittedMethod, select
 from coreval.base import Prediction
 from coreval.data.matrix import ScoreMatrix
-from coreval.data.splits import make_split
 from coreval.errors import ValidationError
 
 #: Nominal levels of the calibration plot.
@@ -112,12 +115,15 @@ def calibration_runs(matrix: ScoreMatrix, methods: Sequence[str], budget: float,
                      seeds: Sequence[int] = (0, 1, 2), n_source: int | None = None,
                      split: str = "random", levels: Sequence[float] = LEVELS,
                      method_options: Mapping[str, dict] | None = None,
+                     out: str | os.PathLike | None = None, n_jobs: int = 1,
                      show_progress: bool | None = None) -> pd.DataFrame:
     """Coverage of each method's intervals over held-out models, at several levels.
 
-    For every seed the models are split (:func:`coreval.data.make_split`), the
-    method is fitted on the source models, and the target models' full scores are
-    predicted from their coreset responses at every level.
+    Runs the harness (:func:`coreval.harness.run_grid` with ``levels``): for every
+    seed the models are split (:func:`coreval.data.splits.iter_splits`), the method
+    is fitted on the source models, and the target models' full scores are
+    predicted from their coreset responses at every level, with the method's
+    ``calibration`` (e.g. ``method_options={"mrmr++": {"calibration": "cv"}}``).
 
     Parameters
     ----------
@@ -137,29 +143,48 @@ def calibration_runs(matrix: ScoreMatrix, methods: Sequence[str], budget: float,
         Nominal levels.
     method_options : mapping name -> dict, optional
         Extra options per method.
+    out : path-like, optional
+        The harness's results file (finished cells are kept and skipped on a rerun);
+        a temporary one when None.
+    n_jobs : int
+        Harness workers.
 
     Returns
     -------
     DataFrame
         One row per dataset × method × seed × level: ``coverage, width, n, interval``.
+
+    Raises
+    ------
+    ValidationError
+        A cell failed (the message names it and gives its error).
     """
+    from coreval.harness import run_grid
+
     levels = _check_levels(levels)
-    options = dict(method_options or {})
+    name = matrix.name or "matrix"
+    with tempfile.TemporaryDirectory(prefix="coreval-calibration-") as tmp:
+        results = run_grid({name: matrix}, list(methods), [budget], n_source=(n_source,),
+                           seeds=list(seeds), split=split,
+                           out=out if out is not None else Path(tmp) / "calibration.parquet",
+                           n_jobs=n_jobs, progress=progress_enabled(show_progress),
+                           method_options=dict(method_options or {}), levels=levels)
+    failed = results[results["error"].notna()]
+    if len(failed):
+        first = failed.iloc[0]
+        raise ValidationError(f"{len(failed)} calibration run(s) failed; {first['method']} "
+                              f"seed {first['seed']}: {first['error']}")
     frames = []
-    cells = [(m, s) for m in methods for s in seeds]
-    for method, seed in progress(cells, desc="calibration", total=len(cells),
-                                 show=show_progress):
-        sp = make_split(matrix, split, seed=seed, n_source=n_source)
-        source, target = matrix.take(sp.source), matrix.take(sp.target)
-        fitted = select(source, method, budget, seed=seed, **options.get(method, {}))
-        preds = predict_levels(fitted, target.values[:, fitted.coreset.indices], levels)
-        table = coverage_table(target.summary_scores(), preds)
-        table.insert(0, "seed", seed)
-        table.insert(0, "k", len(fitted.coreset))
-        table.insert(0, "method", method)
-        table.insert(0, "dataset", matrix.name)
+    for row in results.itertuples(index=False):
+        table = pd.DataFrame(json.loads(row.calibration))
+        table.insert(0, "n", int(row.n_target))
+        table.insert(0, "seed", int(row.seed))
+        table.insert(0, "k", int(row.k))
+        table.insert(0, "method", row.method)
+        table.insert(0, "dataset", row.dataset)
         frames.append(table)
-    return pd.concat(frames, ignore_index=True)
+    columns = ["dataset", "method", "k", "seed", "level", "coverage", "width", "n", "interval"]
+    return pd.concat(frames, ignore_index=True)[columns]
 
 
 def summarize_calibration(runs: pd.DataFrame) -> pd.DataFrame:

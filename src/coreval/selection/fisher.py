@@ -25,7 +25,8 @@ import numpy as np
 from coreval.base import Coreset, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.irt.source_fit import fit_source_irt, irt_options, logistic_item_params
+from coreval.irt.fit_spec import IRTFitSpec
+from coreval.irt.source_fit import METABENCH_FIT, fit_source_irt, logistic_item_params
 
 
 def quantile_bin_items(theta: np.ndarray, info: np.ndarray, k: int) -> list[int]:
@@ -77,12 +78,11 @@ class FisherInformationSelector(Selector):
     fill : bool
         Top up to ``k`` items with the highest mean information over all source
         abilities (off for metabench, as the reference).
-    model : {"2pl", "3pl", "1pl"}
-        Logistic IRT model (1-D).
-    fit_method, priors, num_steps, learning_rate, num_draws
-        IRT fit (:func:`coreval.irt.source_fit.fit_source_irt`). The
-        default is a MAP fit with weakly-informative priors; the reference uses
-        two rounds of alternating joint maximum likelihood instead.
+    irt : IRTFitSpec
+        The IRT fit of the source models: a 1-D logistic model. The default
+        (:data:`coreval.irt.source_fit.METABENCH_FIT`) is a MAP fit of the 2PL with
+        weakly-informative priors; the reference uses two rounds of alternating joint
+        maximum likelihood instead.
     show_progress : bool, optional
 
     Attributes
@@ -95,25 +95,22 @@ class FisherInformationSelector(Selector):
 
     needs_binary = True
 
-    def __init__(self, k: int = 10, *, seed: int = 0, fill: bool = False, model: str = "2pl",
-                 fit_method: str = "map", priors: str = "weak", num_steps: int = 2000,
-                 learning_rate: float = 0.05, num_draws: int = 1,
-                 show_progress: bool | None = None) -> None:
+    def __init__(self, k: int = 10, *, seed: int = 0, fill: bool = False,
+                 irt: IRTFitSpec = METABENCH_FIT, show_progress: bool | None = None) -> None:
         self.k = k
         self.seed = seed
         self.fill = fill
-        self.model = model
-        self.fit_method = fit_method
-        self.priors = priors
-        self.num_steps = num_steps
-        self.learning_rate = learning_rate
-        self.num_draws = num_draws
+        self.irt = irt
         self.show_progress = show_progress
 
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
         from coreval.irt.information import item_information
 
-        irt_fit = fit_source_irt(source, cache=self.cache_, **irt_options(self))
+        if self.irt.dims != 1:
+            raise ValidationError(f"FisherInformationSelector bins a 1-D ability; "
+                                  f"got an IRT fit with dims={self.irt.dims}")
+        irt_fit = fit_source_irt(source, self.irt, seed=self.seed, cache=self.cache_,
+                                 show_progress=self.show_progress)
         a, d, c = logistic_item_params(irt_fit)
         theta = np.asarray(irt_fit.abilities(), dtype=float)[:, 0]
         if not (np.isfinite(theta).all() and np.isfinite(a).all() and np.isfinite(d).all()):

@@ -24,10 +24,10 @@ from sklearn.metrics import pairwise_distances
 from coreval.base import Coreset, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.source_fit import (
-    ANCHOR_MODEL,
+    TINYBENCH_FIT,
     fit_source_irt,
-    irt_options,
     logistic_item_params,
     resolve_irt_model,
 )
@@ -88,24 +88,18 @@ class IRTAnchorSelector(Selector):
     ----------
     k : int
         Number of anchors (fewer when two centres share their nearest item).
-    dims : int
-        IRT dimensions D (the mRMR paper's ``gpirt1`` uses 1, ``gpirt`` 10).
-    seed : int
-        Seed of the IRT fit and of KMeans' ``random_state``.
-    model : {"3pl", "2pl", "1pl", "auto"}
-        Logistic IRT model (default :data:`ANCHOR_MODEL`; tinyBenchmarks used the
-        2PL); ``"auto"`` picks the 2PL or the 3PL by validation error on held-out
-        source models (:func:`coreval.irt.source_fit.resolve_irt_model`). The 3PL's guessing level is
+    irt : IRTFitSpec
+        The IRT fit of the source models (default
+        :data:`coreval.irt.source_fit.TINYBENCH_FIT`: the 3PL by SVI under hierarchical
+        priors; the mRMR paper's ``gpirt1`` uses ``dims=1``, ``gpirt`` 10). Its
+        ``model`` is a logistic model or ``"auto"``, which picks the 2PL or the 3PL by
+        validation error on held-out source models
+        (:func:`coreval.irt.source_fit.resolve_irt_model`). The 3PL's guessing level is
         learnt only under ``priors="hierarchical"``; with ``priors="weak"`` every
         ``c`` has the fixed prior Beta(1, 4), which biases benchmarks without a
         chance floor, so use ``model="2pl"`` there.
-    fit_method : {"svi", "map", "nuts", "mml"}
-        Inference of :func:`coreval.irt.fit`.
-    priors : {"weak", "hierarchical"}
-        Priors of the IRT model (hierarchical, as the reference; see
-        :func:`coreval.irt.source_fit.fit_source_irt`).
-    num_steps, learning_rate, num_draws
-        Optimiser steps, Adam learning rate and stored posterior draws.
+    seed : int
+        Seed of the IRT fit and of KMeans' ``random_state``.
     n_init : int or "auto"
         KMeans restarts.
     show_progress : bool, optional
@@ -128,27 +122,20 @@ class IRTAnchorSelector(Selector):
 
     needs_binary = True
 
-    def __init__(self, k: int = 10, *, dims: int = 1, seed: int = 0, model: str = ANCHOR_MODEL,
-                 fit_method: str = "svi", priors: str = "hierarchical", num_steps: int = 2000,
-                 learning_rate: float = 0.1, num_draws: int = 200, n_init: int | str = "auto",
-                 show_progress: bool | None = None) -> None:
+    def __init__(self, k: int = 10, *, irt: IRTFitSpec = TINYBENCH_FIT, seed: int = 0,
+                 n_init: int | str = "auto", show_progress: bool | None = None) -> None:
         self.k = k
-        self.dims = dims
+        self.irt = irt
         self.seed = seed
-        self.model = model
-        self.fit_method = fit_method
-        self.priors = priors
-        self.num_steps = num_steps
-        self.learning_rate = learning_rate
-        self.num_draws = num_draws
         self.n_init = n_init
         self.show_progress = show_progress
 
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
-        options, self.validation_errors_ = resolve_irt_model(source, irt_options(self),
-                                                             cache=self.cache_)
-        self.model_ = options["model"]
-        irt_fit = fit_source_irt(source, cache=self.cache_, **options)
+        spec, self.validation_errors_ = resolve_irt_model(
+            source, self.irt, seed=self.seed, cache=self.cache_, show_progress=self.show_progress)
+        self.model_ = spec.model
+        irt_fit = fit_source_irt(source, spec, seed=self.seed, cache=self.cache_,
+                                 show_progress=self.show_progress)
         a, d, _ = logistic_item_params(irt_fit)
         anchors, weights = kmeans_anchors(np.column_stack([a, d]), k, seed=self.seed,
                                           n_init=self.n_init)
