@@ -34,6 +34,7 @@ import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from _results import provenance, write_markdown
 from coreval.base import Coreset, FitCache
 from coreval.data.npz import read_npz
 from coreval.gaussian.correlation import estimate_options, shared_estimate
@@ -209,7 +210,7 @@ def _ref(ref: pd.DataFrame, run: str, ds: str, method: str) -> pd.Series:
 def write_report(args, agg, ref, checks, timings, speeds, elapsed) -> None:
     cmd = "python benchmarks/benchmark_level.py " + " ".join(sys.argv[1:])
     lines = ["# Benchmark-level selection: Table 4 reproduction (Smola 2026, Gaussian)", "",
-             f"Command: `{cmd.strip()}` (wall {elapsed:.0f} s on the shared 2-core machine).", "",
+             *provenance(cmd.strip(), f" (wall {elapsed:.0f} s on the shared 2-core machine)."),
              "Protocol: `shared/anchors/benchmark_selection/PROTOCOL.md` (10 folds, 10 % "
              "holdout, EM correlation per fold, imputation R² pooled in training-standardised "
              "space). Our code: `coreval.gaussian` + `GaussianImputer` with "
@@ -328,8 +329,7 @@ def write_report(args, agg, ref, checks, timings, speeds, elapsed) -> None:
     for t in timings:
         lines.append(f"| {t['dataset']} | {t['run']} | {t['em_cpu_s']:.1f} | "
                      f"{', '.join(map(str, t['em_iters']))} |")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    write_markdown(args.out, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -29,6 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from _results import provenance, write_markdown
 from coreval.data import load_matrix
 from coreval.harness.summary import format_table
 from coreval.report.calibration import (
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
                                                           else sys.argv[1:]))
     text = [
         "# Interval calibration on real data", "",
-        f"Command: `{cmd}`", "",
+        *provenance(cmd),
         f"Random splits with {args.n_source} source models, the rest held out; coreset "
         f"size {args.budget:g}; seeds {args.seeds}; up to {n_targets} held-out "
         "predictions per cell (pooled over seeds). Coverage = fraction of held-out models "
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
         "![calibration](figures/calibration.png)", "",
         f"Total time {time.perf_counter() - start:.0f} s.", "",
     ]
-    Path(args.out).write_text("\n".join(text), encoding="utf-8")
+    write_markdown(args.out, "\n".join(text))
     print("\n".join(text))
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from _results import provenance, write_markdown
 from coreval.base import resolve_budget
 from coreval.base.conformal import jackknife_plus_interval
 from coreval.data.npz import read_npz
@@ -233,8 +234,7 @@ def render(table: pd.DataFrame, split_lines: list[str], command: str, seeds: lis
     out = [
         "# Baselines vs mrmr_eval (reference numbers)",
         "",
-        f"Command: `{command}`",
-        "",
+        *provenance(command),
         f"Protocol: binned split, 30 source models, seeds {seeds}, budgets 5 % and 10 %, "
         f"datasets {', '.join(datasets)}. All methods through `coreval.harness.run_grid` "
         f"(n_jobs as given). Reference: `shared/anchors/mrmr_eval/results.csv` (reference code, "
@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     check = (check_name, *selection_in_fold_check(matrices[check_name], splits_json, seeds))
     text = render(table, split_lines, command, seeds, datasets, wall, errors, check)
     out = args.out or REPO / "benchmarks" / "results" / f"{stem}.md"
-    out.write_text(text)
+    write_markdown(out, text)
     cols = ["dataset", "budget", "method", "rmse", "ref_rmse", "d_rmse", "tau_t", "ref_tau_t",
             "d_tau", "cov90", "verdict"]
     with pd.option_context("display.width", 200, "display.max_rows", 500):

@@ -32,6 +32,8 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from _results import provenance, write_markdown  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
 DATA = SHARED / "data" / "alpaca_eval"
@@ -74,7 +76,7 @@ def write_section(name: str, body: str) -> None:
     block = f"{start}\n{body.rstrip()}\n{end}"
     pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
     text = pattern.sub(lambda _m: block, text) if start in text else text.rstrip() + "\n\n" + block
-    RESULTS.write_text(text.rstrip() + "\n")
+    write_markdown(RESULTS, text.rstrip() + "\n")
 
 
 # ---------------------------------------------------------------------------- embed
@@ -314,10 +316,9 @@ def dkps_report(res: pd.DataFrame, data: dict, budgets: list[int], args, elapsed
              "Ens(DKPS+IRT)"]
     methods = [m for m in order if m in table.index.get_level_values(1)]
     lines = ["## DKPS on AlpacaEval 2.0 (leave-one-family-out)", "",
-             f"Command: `python benchmarks/dkps_scales.py dkps --reps {args.reps} "
-             f"--active-reps {args.active_reps} --candidates {args.candidates} "
-             f"--tau {args.tau}` "
-             f"({elapsed / 60:.1f} min).", "",
+             *provenance(f"python benchmarks/dkps_scales.py dkps --reps {args.reps} "
+                         f"--active-reps {args.active_reps} --candidates {args.candidates} "
+                         f"--tau {args.tau}", f" ({elapsed / 60:.1f} min)."),
              f"* Query pool: the first {len(data['queries'])} of a seeded ({POOL_SEED}) "
              f"permutation of the 805 instructions were embedded "
              f"(planned {POOL_SIZE}); query sets are drawn from them.",
@@ -378,8 +379,9 @@ def throughput_report(n_models: int, n_queries: int) -> str:
     path = EmbeddingCache().cache_dir / "alpaca_pool_progress.json"
     info = json.loads(path.read_text()) if path.exists() else {}
     lines = ["## Embedding throughput (CPU)", "",
-             "Command: `python benchmarks/dkps_scales.py embed --threads 1` (resumable, "
-             "item by item; embeddings cached in `~/.cache/coreval/embeddings`).", ""]
+             *provenance("python benchmarks/dkps_scales.py embed --threads 1",
+                         " (resumable, item by item; embeddings cached in "
+                         "`~/.cache/coreval/embeddings`).")]
     if info:
         lines += [f"* Last embed run: {info['n_embedded']} responses embedded in "
                   f"{info['wall_s'] / 60:.1f} min wall, {info['cpu_s'] / 60:.1f} min CPU: "
@@ -438,8 +440,8 @@ def stage_scales(args: argparse.Namespace) -> None:
     tab = res.groupby(["fraction", "k", "method"])["mae"].agg(["mean", "std"]).unstack()
     meths = list(tab["mean"].columns)
     lines = ["## Item-centric (Scales++) vs random selection on the preference matrix", "",
-             f"Command: `python benchmarks/dkps_scales.py scales` "
-             f"({(time.perf_counter() - t0) / 60:.1f} min).", "",
+             *provenance("python benchmarks/dkps_scales.py scales",
+                         f" ({(time.perf_counter() - t0) / 60:.1f} min)."),
              f"* Matrix: per-item AE2 preferences of {len(models)} models (gpt4_1106_preview "
              f"excluded) on the {int(complete.sum())} items without a missing preference; "
              "truth = each model's win rate over all its observed items (= AE2 win rate).",
@@ -490,8 +492,8 @@ def stage_irt(args: argparse.Namespace) -> None:
         rows.append((name, float(lpd.mean()), float(lpd.std() / np.sqrt(len(lpd))),
                      time.perf_counter() - t1))
     lines = ["## Continuous-score IRT on the AlpacaEval preferences", "",
-             f"Command: `python benchmarks/dkps_scales.py irt --steps {args.steps}` "
-             f"({(time.perf_counter() - t0) / 60:.1f} min).", "",
+             *provenance(f"python benchmarks/dkps_scales.py irt --steps {args.steps}",
+                         f" ({(time.perf_counter() - t0) / 60:.1f} min)."),
              f"* {Y.shape[0]} models × {Y.shape[1]} items (gpt4_1106_preview excluded); "
              f"{len(held)} observed cells ({args.holdout:.0%}, seed {args.seed}) held out; "
              f"values clipped to [{args.eps}, {1 - args.eps}] so every density is finite.",
@@ -573,7 +575,7 @@ def stage_irt_bayes(args: argparse.Namespace) -> None:
     cmd = ("python benchmarks/dkps_scales.py irt-bayes --seeds "
            + " ".join(map(str, args.seeds)))
     lines = ["## irt-bayes with continuous IRT: win rates from a few items", "",
-             f"Command: `{cmd}` ({(time.perf_counter() - t0) / 60:.1f} min).", "",
+             *provenance(cmd, f" ({(time.perf_counter() - t0) / 60:.1f} min)."),
              f"* Preference matrix {M.n_models} models × {M.n_items} items (complete items; "
              "gpt4_1106_preview excluded). Per seed, a random "
              f"{args.n_source} models are the source, the other {M.n_models - args.n_source} "

@@ -32,6 +32,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
+from _results import provenance, write_markdown
 from coreval.data.npz import read_npz
 from coreval.gaussian.correlation import protocol_em_options
 from coreval.gaussian.em import em_covariance
@@ -91,10 +92,10 @@ def main(argv: list[str] | None = None) -> None:
         _, c_d, w_d = timed(em_covariance_per_row, z, **short)  # library default threads
         per_iter.append((name, c_o, c_d, w_o, w_d))
     lines = ["# EM speed: grouped E-step vs direct per-row EM (same algorithm, same run)", "",
-             f"Command: `{' '.join(['python benchmarks/em_speed.py', *sys.argv[1:]])}`"
-             f" — load average at start {load[0]:.1f} on the shared "
-             "2-core machine (other jobs running: compare CPU-time ratios, not absolute "
-             "times).", "",
+             *provenance(" ".join(["python benchmarks/em_speed.py", *sys.argv[1:]]),
+                         f" — load average at start {load[0]:.1f} on the shared 2-core "
+                         "machine (other jobs running: compare CPU-time ratios, not "
+                         "absolute times)."),
              "Fold-0 training rows, protocol standardisation and HEAD EM settings, run to the "
              "protocol's stopping rule (relative Frobenius change < 5e-4). Both one BLAS "
              "thread.", "",
@@ -136,8 +137,7 @@ def main(argv: list[str] | None = None) -> None:
               "shared machine vary by about +-10 % between runs. Against the direct code at "
               "the library's default threads (how the reference runs) the speed-up is far "
               "larger on merged."]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    write_markdown(args.out, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

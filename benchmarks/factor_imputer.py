@@ -29,6 +29,7 @@ from pathlib import Path
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 
+from _results import provenance, write_markdown
 from coreval.data.npz import read_npz
 from coreval.harness import run_grid
 
@@ -80,8 +81,8 @@ def main(argv: list[str] | None = None) -> None:
     errors = df[df["error"].notna() & (df["error"] != "")]
     cmd = " ".join(["python benchmarks/factor_imputer.py", *sys.argv[1:]])
     lines = ["# Bayesian factor-model imputer vs Gaussian conditional imputer", "",
-             f"Command: `{cmd}` ({elapsed:.0f} s wall, load average {load:.1f} on the shared "
-             "2-core machine).", "",
+             *provenance(cmd, f" ({elapsed:.0f} s wall, load average {load:.1f} on the "
+                              "shared 2-core machine)."),
              "Harness `run_grid(split=\"kfold\", folds=10, holdout=0.1)`: the protocol's 10 "
              "folds, the same coresets for `gauss-X` and `factor-X` (same selector); values "
              "are means over the 10 folds. `factor-*`: low-rank factor analysis "
@@ -101,8 +102,7 @@ def main(argv: list[str] | None = None) -> None:
                   "## Rank sweep (factor-mi): coverage90", "", *table(both, "coverage90"), ""]
     if len(errors):
         lines += [f"Failed cells: {len(errors)}; first error: {errors['error'].iloc[0]}", ""]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    write_markdown(args.out, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -34,12 +34,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from _results import provenance, write_markdown
 from coreval.base import Prediction, Predictor, resolve_budget
 from coreval.data.matrix import ScoreMatrix
 from coreval.data.npz import read_npz
 from coreval.data.splits import iter_splits
 from coreval.harness import format_table, run_grid, score_metrics
-from coreval.methods import Method, register_method
+from coreval.methods import Component, Method, register_method
 from coreval.selection.random import RandomSelector
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,16 +61,9 @@ class PlainMean(Predictor):
         return Prediction(m, m, m, interval="none")
 
 
-def _selector(k, seed=0, **_):
-    # RandomSelector draws RandomState(seed).permutation(n)[:k], the reference's stream.
-    return RandomSelector(k=k, seed=seed)
-
-
-def _predictor(seed=0, **_):
-    return PlainMean()
-
-
-METHOD = register_method(Method("bench-legacy-random", _selector, _predictor), replace=True)
+# RandomSelector draws RandomState(seed).permutation(n)[:k], the reference's stream.
+METHOD = register_method(Method("bench-legacy-random", Component(RandomSelector),
+                                Component(PlainMean)), replace=True)
 
 
 def load(name: str) -> ScoreMatrix:
@@ -152,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     n = len(df)
     lines = [
         "# Harness: exactness vs mrmr_eval and overhead", "",
-        f"Command: `{shlex.join([sys.executable.split('/')[-1], *sys.argv])}`", "",
+        *provenance(shlex.join([sys.executable.split("/")[-1], *sys.argv])),
         f"{n} cells ({len(datasets)} datasets × 2 budgets × {len(args.seeds)} seeds), "
         "method = mrmr_eval's random_sampling re-created in the script.", "",
         "## Exactness (per trial vs results.csv, reference code on the same splits)", "",
@@ -176,8 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = "\n".join(lines) + "\n"
     out = REPO / "benchmarks" / "results" / "harness.md"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_markdown(out, text)
     print(text)
     return 0
 

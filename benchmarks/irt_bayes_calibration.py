@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from _results import provenance, write_markdown
 from coreval.data.simulate import simulate
 from coreval.data.splits import make_split
 from coreval.methods import get_method
@@ -78,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         cov_max=("coverage90", "max"), width90=("width90", "mean"), rmse=("rmse", "mean"),
         tau=("tau", "mean"), seconds=("seconds", "median")).reset_index()
     lines = ["# irt-bayes calibration on simulated 2PL data", "",
-             f"Command: `python benchmarks/irt_bayes_calibration.py {' '.join(argv)}`".replace(
-                 " `", "`").replace("Command:`", "Command: `"), "",
+             *provenance(f"python benchmarks/irt_bayes_calibration.py {' '.join(argv)}"),
              f"{N_MODELS} simulated models × {N_ITEMS} items (1-D 2PL, five families), "
              f"M = {N_SOURCE} source models (binned split), k = {K} items, the other "
              f"{N_MODELS - N_SOURCE} models are targets; seeds {args.seeds}. coverage90 = "
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += [f"| {r.variant} | {r.seed} | {r.coverage90:.3f} | {r.width90:.1f} | "
               f"{r.rmse:.2f} | {r.tau:.2f} |" for r in df.itertuples()]
     text = "\n".join(lines) + "\n"
-    (REPO / "benchmarks" / "results" / "irt_bayes_calibration.md").write_text(text)
+    write_markdown(REPO / "benchmarks" / "results" / "irt_bayes_calibration.md", text)
     print(text)
     return 0
 

@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from _results import provenance, write_markdown
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
 DATASETS = ("arc_challenge", "ifeval", "openllm_math", "commonsense", "gsm", "math", "med_qa",
@@ -88,8 +90,7 @@ def to_markdown(table: pd.DataFrame, command: str, seconds: float) -> str:
     lines = [
         "# IRT methods vs mrmr_eval reference",
         "",
-        f"Command: `{command}`",
-        "",
+        *provenance(command),
         "Binned split (mrmr_eval `binned_interpolation`), 30 source models, all other models are",
         "targets. RMSE and width in percentage points on target models, mean over seeds;",
         "`ref` is the",
@@ -174,8 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python " + " ".join(shlex.quote(a) for a in
                                    [os.path.relpath(__file__, REPO), *(argv or sys.argv[1:])])
     report = Path(args.report)
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(to_markdown(table, command, seconds))
+    write_markdown(report, to_markdown(table, command, seconds))
     print(f"wrote {report}")
     return 0
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _results import provenance, write_markdown
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -74,7 +76,7 @@ def main() -> None:
            f"--batch-size {args.batch_size} --steps {args.steps} --draws {args.draws}")
     lines = [
         "# IRT scale: minibatch SVI 2PL on simulated data", "",
-        f"Command: `{cmd}`", "",
+        *provenance(cmd),
         "| models × items | batch | steps | simulate s | fit s | peak RSS after simulate (MiB) "
         "| peak RSS after fit (MiB) | corr(a) | corr(d) | corr(theta) |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -86,8 +88,7 @@ def main() -> None:
         f"- Machine load {os.getloadavg()[0]:.1f} (1-min average, {os.cpu_count()} cores); "
         f"fit time includes JAX compilation. Python {sys.version.split()[0]}.",
     ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
+    write_markdown(args.out, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit
 
+from _results import provenance, write_markdown
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data"
 
@@ -241,9 +243,9 @@ def main() -> None:
 
     lines = [
         "# IRT fitting speed: coreval vs py-irt (same run)", "",
-        f"Command: `python benchmarks/irt_speed.py --steps {args.steps} --repeats {args.repeats}"
-        + (f" --pyirt-python {args.pyirt_python}`" if args.pyirt_python else " --pyirt-python ''`"),
-        "",
+        *provenance(f"python benchmarks/irt_speed.py --steps {args.steps} --repeats {args.repeats}"
+                    + (f" --pyirt-python {args.pyirt_python}" if args.pyirt_python
+                       else " --pyirt-python ''")),
         f"Data: `{args.data.name}` {y.shape[0]} × {y.shape[1]}, {held.sum()} entries "
         f"({args.holdout:.0%}) held out (seed {args.seed}). Held-out log-likelihood is the "
         "mean per held-out entry with plug-in point estimates (MAP mode, SVI guide median; "
@@ -271,9 +273,7 @@ def main() -> None:
                      f"{m.upper()} {timings[(m, 'cold')][0] - timings[(m, 'later')][0]:.1f} s"
                      for m in ("svi", "map")) + ".")
     lines.append(f"- Python {sys.version.split()[0]}.")
-    from coreval._atomic import write_text_atomic
-
-    write_text_atomic(args.out, "\n".join(lines) + "\n")
+    write_markdown(args.out, "\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from _results import provenance, write_markdown
 from coreval.data import load_matrix
 from coreval.harness import run_grid
 from coreval.harness.store import to_frame
@@ -205,7 +206,7 @@ def report(data_dir: Path, command: str, wall: float | None) -> str:
     n_err = int(df["error"].notna().sum())
     total = float(df[["seconds_select", "seconds_fit", "seconds_predict"]].sum().sum())
     lines = ["# Item-level comparison: all methods, 8 matrices", "",
-             f"Command: `{command}`", "",
+             *provenance(command),
              f"Binned split; M ∈ {{15, 30, 50}} source models, budgets 5/10/15 %, seeds 0-4; "
              f"{len(df)} stored runs, {n_err} failed; summed select + fit + predict time "
              f"{total / 3600:.2f} h"
@@ -258,7 +259,7 @@ def report(data_dir: Path, command: str, wall: float | None) -> str:
                          f"{r.seed}: {r.error}")
         lines.append("")
     text = "\n".join(lines) + "\n"
-    (RESULTS / "item_level.md").write_text(text)
+    write_markdown(RESULTS / "item_level.md", text)
     return text
 
 

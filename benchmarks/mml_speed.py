@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from _results import provenance, write_markdown
 from coreval.irt.mml import fit_mml, marginal_loglik
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,8 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         "# MML 2PL speed: coreval `fit_mml` vs girth `twopl_mml` (same run, same data)",
         "",
-        f"Command: `{command.strip()}`",
-        "",
+        *provenance(command.strip()),
         f"girth: {girth_version}; "
         f"best of {args.repeats} runs each; data seed {args.seed}; a ~ U(0.5, 2.5), "
         "b ~ N(0, 1), theta ~ N(0, 1).",
@@ -134,8 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     lines += ["", "Reference figures (girth 0.8.0 on a 2-core machine, "
               "shared/anchors/irt_speed.md): 2.79 s, 5.84 s, 50.71 s; corr 0.967, 0.993, 0.999.",
               ""]
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text("\n".join(lines))
+    write_markdown(args.output, "\n".join(lines))
     print("\n".join(lines))
 
 

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from _results import provenance, write_markdown
 from coreval.data import load_matrix
 from coreval.harness import run_grid
 from coreval.harness.summary import dataset_sigmas, sigma_weighted_summary
@@ -45,8 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     agg = agg[["method", "budget", "rmse", "kendall"]].copy()
     agg["rmse"] = 100 * agg["rmse"]
     lines = ["# mRMR headline check (σ⁻¹-weighted over the 8 item-level matrices)", "",
-             f"Command: `python benchmarks/mrmr_headline.py {' '.join(argv or sys.argv[1:])}`"
-             .replace(" `", "`").replace("Command:`", "Command: `"), "",
+             *provenance(f"python benchmarks/mrmr_headline.py {' '.join(argv or sys.argv[1:])}"),
              f"Binned split, 30 source models, seeds 0-4; {len(df)} runs, {n_err} failed; "
              f"wall {wall:.0f} s. RMSE in pp and Kendall τ on target models only, each "
              "averaged over seeds per dataset, then combined with weights ∝ 1/σ_d (σ_d = std "
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"higher τ **{'yes' if beats_tau else 'no'}**.")
         lines += [f"- lowest RMSE: {best.method}.", ""]
     text = "\n".join(lines) + "\n"
-    (REPO / "benchmarks" / "results" / "mrmr_headline.md").write_text(text)
+    write_markdown(REPO / "benchmarks" / "results" / "mrmr_headline.md", text)
     print(text)
     return 0
 

@@ -37,6 +37,7 @@ from scipy import stats
 from scipy.spatial import cKDTree
 from scipy.special import digamma
 
+from _results import provenance, write_markdown
 from coreval.data.matrix import ScoreMatrix
 from coreval.data.npz import read_npz
 from coreval.errors import ValidationError
@@ -233,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("COREVAL_PROGRESS", "0")
     command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(argv or sys.argv[1:])])
     lines = ["# mRMR selection: speed and accuracy vs the reference (sambowyer/mrmr_eval)", "",
-             f"Command: `{command}`", "", f"Machine: {os.cpu_count()} CPUs (shared).", ""]
+             *provenance(command), f"Machine: {os.cpu_count()} CPUs (shared).", ""]
     lines += speed_arc(args.data_dir, anchors, args.repeats)
     print("\n".join(lines), flush=True)
     large = speed_large(args.repeats)
@@ -241,8 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += large
     if args.full:
         lines += faithfulness(args.data_dir, anchors, args.seeds)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
+    write_markdown(args.out, "\n".join(lines) + "\n")
     print(f"wrote {args.out}")
     return 0
 

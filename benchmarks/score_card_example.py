@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from _results import version_line, write_markdown
 from coreval.data import load_matrix, make_split
 from coreval.report.score_card import score_card
 
@@ -50,8 +51,9 @@ def main(argv: list[str] | None = None) -> None:
     true_rank = 1 + int((source.summary_scores() > truth[new]).sum())
     cmd = "python benchmarks/score_card_example.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
+    title, body = card.to_markdown(top=10).split("\n\n", 1)
     text = "\n".join([
-        card.to_markdown(top=10),
+        title, "", version_line(), "", body,
         "## Check against the truth (not used by the method)", "",
         f"- true full score {100 * truth[new]:.1f}% — "
         f"{'inside' if inside else 'outside'} the {s['level']:.0%} interval",
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
         f"- made by `{cmd}` in {time.perf_counter() - start:.0f} s "
         f"(random split seed {args.seed}, 20% of models held out)", "",
     ])
-    Path(args.out).write_text(text, encoding="utf-8")
+    write_markdown(args.out, text)
     print(text)
 
 

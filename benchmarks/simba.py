@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 
+from _results import provenance, write_markdown
 from coreval.base import Coreset
 from coreval.data.matrix import ScoreMatrix
 from coreval.data.npz import read_npz
@@ -306,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             "Performance Matrices Alone* (Findings of EMNLP). Scores normalised with "
             "`max(0, (x − chance)/(1 − chance))` (chance 0; native-scale columns min-max "
             "scaled first); missing entries handled pairwise-complete (see "
-            "`coreval.simba`).", "", f"Command: `{command.strip()}`", "",
+            "`coreval.simba`).", "", *provenance(command.strip()),
             *PROVENANCE]
     for name in args.datasets:
         t_all = time.perf_counter()
@@ -335,8 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         text += method_section(matrix, pr["best"], ks, args.splits)
         text += [f"Total time for {name}: {time.perf_counter() - t_all:.0f} s", ""]
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(text))
+    write_markdown(out, "\n".join(text))
     print(f"wrote {out}")
     return 0
 

@@ -21,6 +21,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from _results import provenance, write_markdown
 from coreval.data import load_matrix
 from coreval.gaussian.correlation import estimate_correlation
 from coreval.gaussian.diagnostics import eigenvalue_tail
@@ -40,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     figures = REPO / "benchmarks" / "results" / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     lines = ["# Spectral diagnostic: greedy residual variance vs eigenvalue tail", "",
-             f"Command: `python benchmarks/spectral_diagnostic.py {' '.join(argv or sys.argv[1:])}`"
-             .rstrip(), "",
+             *provenance("python benchmarks/spectral_diagnostic.py "
+                         + " ".join(argv or sys.argv[1:])),
              "Correlation of all models by EM (protocol settings, `min_observed=1`). "
              "Residual variance = Σ_{j∉S} Var(j|S) / tr(R). The eigenvalue tail is the "
              "lower bound for any k-subset.", "",
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{ent.residual_variance[kk - 1]:.3f} | {mi.residual_variance[kk - 1]:.3f} |")
     lines += ["", "Figures: `figures/spectral_<dataset>.png`."]
     out = REPO / "benchmarks" / "results" / "spectral_diagnostic.md"
-    out.write_text("\n".join(lines) + "\n")
+    write_markdown(out, "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

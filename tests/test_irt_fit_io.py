@@ -48,8 +48,11 @@ def test_save_load_round_trip(fitted, tmp_path) -> None:
     np.testing.assert_allclose(loaded.predict_mean(theta), result.predict_mean(theta))
     csv = pd.read_csv(path / "items.csv")
     assert list(csv.columns) == ["item", "a", "d", "b", "a_sd", "d_sd"]
-    # Saving again replaces the folder atomically and leaves no temporary folders behind.
-    result.save(path)
+    # Saving again needs force=True; it replaces the folder atomically and leaves no
+    # temporary folders behind.
+    with pytest.raises(ValidationError, match="force=True"):
+        result.save(path)
+    result.save(path, force=True)
     assert sorted(p.name for p in path.parent.iterdir()) == ["toy-2pl"]
 
 

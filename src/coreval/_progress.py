@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
@@ -12,10 +13,20 @@ T = TypeVar("T")
 
 
 def progress_enabled(show: bool | None = None) -> bool:
-    """Whether to draw progress bars: explicit ``show`` wins, else ``COREVAL_PROGRESS`` (default on)."""
+    """Whether to draw progress bars.
+
+    An explicit ``show`` wins; else ``COREVAL_PROGRESS`` (``0``/``false``/``no`` off,
+    ``1``/``true``/``yes`` on); else on only where a bar can be drawn: a terminal on
+    stderr, or a Jupyter kernel (log files do not get ``\x1b[A`` escapes).
+    """
     if show is not None:
         return bool(show)
-    return os.environ.get("COREVAL_PROGRESS", "1") not in {"0", "false", "no"}
+    value = os.environ.get("COREVAL_PROGRESS", "").strip().lower()
+    if value in {"0", "false", "no"}:
+        return False
+    if value in {"1", "true", "yes"}:
+        return True
+    return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules
 
 
 def progress(iterable: Iterable[T], *, desc: str, total: int | None = None,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from coreval.base import resolve_budget
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
@@ -25,7 +27,7 @@ def select(source: ScoreMatrix, method: str = "random++", budget: float = 0.1, *
 
     Parameters
     ----------
-    source : ScoreMatrix
+    source : ScoreMatrix or DataFrame
         Scores of the already-evaluated models.
     method : str
         A registered method name (see :func:`coreval.available_methods`).
@@ -40,7 +42,10 @@ def select(source: ScoreMatrix, method: str = "random++", budget: float = 0.1, *
     **options
         Method options (e.g. ``degree=3`` for ``mrmr++``).
     """
+    if isinstance(source, pd.DataFrame):  # wide: index = model ids, columns = item ids
+        source = ScoreMatrix.from_frame(source)
     if not isinstance(source, ScoreMatrix):
-        raise ValidationError(f"select expects a ScoreMatrix, got {type(source).__name__}")
+        raise ValidationError(f"select expects a ScoreMatrix or a wide DataFrame, got "
+                              f"{type(source).__name__}")
     return fit_method(get_method(method), source, resolve_budget(budget, source.n_items),
                       seed=seed, calibration=calibration, **options)

@@ -28,10 +28,29 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from coreval import __version__
+
+        typer.echo(f"coreval {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _setup() -> None:
+def _setup(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print coreval's version and exit.")] = False,
+    quiet: Annotated[bool, typer.Option(
+        "--quiet", "-q", help="No progress bars (the same as COREVAL_PROGRESS=0).")] = False,
+) -> None:
     """Runs before every command: headless plots, and JAX's persistent compilation cache
-    (later runs load compiled programs instead of compiling; see coreval.jax_cache)."""
+    (later runs load compiled programs instead of compiling; see coreval.jax_cache).
+
+    Progress bars are drawn unless ``--quiet`` or ``COREVAL_PROGRESS=0``.
+    """
+    if quiet:
+        os.environ["COREVAL_PROGRESS"] = "0"
     os.environ.setdefault("MPLBACKEND", "Agg")
     from coreval.jax_cache import enable_compilation_cache
 
@@ -39,21 +58,63 @@ def _setup() -> None:
 
 
 def _one_line_errors(func):
-    """Turn coreval's validation errors (and missing files) into one-line messages, exit 2."""
+    """The CLI's error boundary: bad input is one line on stderr and exit code 2.
+
+    coreval's validation errors, missing or unreadable files (``OSError``), undecodable
+    text (``UnicodeDecodeError``) and bad values (``ValueError``) end here; any other
+    exception is a bug and keeps its traceback. ``COREVAL_DEBUG=1`` shows the traceback
+    of every error.
+    """
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except (CorevalError, FileNotFoundError) as exc:
-            typer.echo(f"error: {exc}", err=True)
+        except (CorevalError, OSError, ValueError) as exc:
+            if os.environ.get("COREVAL_DEBUG"):
+                raise
+            text = str(exc).strip().splitlines()
+            message = text[0] if text else type(exc).__name__
+            if isinstance(exc, OSError) and exc.filename and str(exc.filename) not in message:
+                message = f"{message}: {exc.filename}"
+            typer.echo(f"error: {message}", err=True)
             raise typer.Exit(2) from None
 
     return wrapper
 
 
+def _n_jobs(value: int) -> int:
+    if value == 0 or value < -1:
+        raise typer.BadParameter(f"must be a positive number of workers or -1 (all cores), "
+                                 f"got {value}")
+    return value
+
+
+def _open_unit(value: float) -> float:
+    if not 0.0 < value < 1.0:
+        raise typer.BadParameter(f"must be strictly between 0 and 1, got {value}")
+    return value
+
+
+def _out_file(path: Path | None) -> Path | None:
+    """An output file path: refuse a folder (the file would be written inside nothing)."""
+    if path is not None and path.is_dir():
+        raise CorevalError(f"--out {path} is a folder; give a file name")
+    return path
+
+
 def _csv_list(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _count(value: str, what: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise CorevalError(f"{what} takes whole numbers (or 'all'), got {value!r}") from None
+    if n < 1:
+        raise CorevalError(f"{what} must be positive, got {n}")
+    return n
 
 
 def _budgets(value: str) -> list[float]:
@@ -90,17 +151,27 @@ def _read_responses(path: Path):
     """A new model's responses: a CSV with columns item, score -> Series indexed by item id."""
     import pandas as pd
 
+    if path.is_dir():
+        raise CorevalError(f"{path} is a folder; give the new model's responses as a CSV "
+                           "with columns item, score")
     try:
-        table = pd.read_csv(path)
+        table = pd.read_csv(path, dtype={"item": str})
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise CorevalError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
     if not {"item", "score"} <= set(table.columns):
         raise CorevalError(f"{path} needs columns item, score; got {list(table.columns)}")
-    try:
-        scores = table["score"].to_numpy(float)
-    except ValueError:
-        raise CorevalError(f"{path}: column score must be numeric") from None
-    return pd.Series(scores, index=table["item"].astype(str))
+    if table["item"].isna().any() or table["item"].duplicated().any():
+        dup = table["item"][table["item"].duplicated()].dropna().unique()
+        raise CorevalError(f"{path}: every row needs its own item id"
+                           + (f" (repeated: {', '.join(map(str, dup[:5]))})" if len(dup) else ""))
+    scores = pd.to_numeric(table["score"], errors="coerce")
+    bad = scores.isna() & table["score"].notna()
+    if bad.any():
+        raise CorevalError(f"{path}: column score must be numeric; got "
+                           + ", ".join(f"{i}={v!r}" for i, v in
+                                       zip(table["item"][bad][:5], table["score"][bad][:5],
+                                           strict=True)))
+    return pd.Series(scores.to_numpy(float), index=table["item"].astype(str))
 
 
 def _load(data: str, data_dir: Path | None):
@@ -113,7 +184,8 @@ def _load(data: str, data_dir: Path | None):
 ResponsesArg = Annotated[Path, typer.Argument(help="CSV of the new model: columns item, score.")]
 RefitMethodOpt = Annotated[str, typer.Option(help="Method name (same as used for select).")]
 RefitBudgetOpt = Annotated[float, typer.Option(help="Same budget as used for select.")]
-RefitSeedOpt = Annotated[int, typer.Option(help="Same seed as used for select.")]
+RefitSeedOpt = Annotated[int, typer.Option(min=0, max=2**32 - 1,
+                                           help="Same seed as used for select.")]
 
 DataDirOpt = Annotated[
     Path | None,
@@ -129,11 +201,12 @@ def demo(
     methods: Annotated[str, typer.Option(help="Comma-separated methods.")] =
         "random,random+,random++,anchor-points++,mrmr++,gp-irt,irt-bayes",
     budget: Annotated[float, typer.Option(help="Budget: fraction (<1) or count.")] = 0.1,
-    seeds: Annotated[int, typer.Option(help="Number of seeds (0..n-1).")] = 3,
-    n_models: Annotated[int, typer.Option(help="Simulated models.")] = 150,
-    n_items: Annotated[int, typer.Option(help="Simulated items.")] = 400,
-    train_models: Annotated[int, typer.Option(help="Source models per split.")] = 40,
-    n_jobs: Annotated[int, typer.Option(help="Parallel jobs.")] = 1,
+    seeds: Annotated[int, typer.Option(min=1, help="Number of seeds (0..n-1).")] = 3,
+    n_models: Annotated[int, typer.Option(min=4, help="Simulated models.")] = 150,
+    n_items: Annotated[int, typer.Option(min=2, help="Simulated items.")] = 400,
+    train_models: Annotated[int, typer.Option(min=3, help="Source models per split.")] = 40,
+    n_jobs: Annotated[int, typer.Option(callback=_n_jobs, help="Parallel jobs (-1: all "
+                                        "cores).")] = 1,
 ) -> None:
     """Simulated leaderboard → several methods at a 10% budget → table and plot.
 
@@ -156,21 +229,26 @@ def compare(
     train_models: Annotated[str, typer.Option(
         "--train-models", help="Comma-separated numbers of source models ('all' = every "
         "non-target model).")] = "30",
-    seeds: Annotated[int, typer.Option(help="Seeds 0..n-1 (ignored by kfold: every fold runs).")]
-        = 5,
+    seeds: Annotated[int, typer.Option(min=1, help="Seeds 0..n-1 (ignored by kfold: every fold "
+                                       "runs).")] = 5,
     split: Annotated[str | None, typer.Option(
         help="binned (default for item level), random, kfold (default for benchmark level), lofo."
     )] = None,
-    folds: Annotated[int, typer.Option(help="Folds for --split kfold.")] = 10,
-    holdout: Annotated[float, typer.Option(help="Holdout fraction for --split kfold.")] = 0.1,
+    folds: Annotated[int, typer.Option(min=2, help="Folds for --split kfold.")] = 10,
+    holdout: Annotated[float, typer.Option(callback=_open_unit,
+                                           help="Holdout fraction for --split kfold.")] = 0.1,
     out: Annotated[Path, typer.Option(help="Parquet file with one row per run.")] =
         Path("results.parquet"),
-    n_jobs: Annotated[int, typer.Option(help="Parallel joblib workers.")] = 1,
+    n_jobs: Annotated[int, typer.Option(callback=_n_jobs, help="Parallel joblib workers (-1: "
+                                        "all cores).")] = 1,
     calibration: Annotated[str, typer.Option(
         help="Intervals: 'native' (the predictor's own) or 'cv' (split conformal on "
         "out-of-fold residuals with the selection redone in each fold).")] = "native",
     scheduler: Annotated[str | None, typer.Option(
-        help="dask.distributed scheduler ADDRESS; runs the grid on that cluster.")] = None,
+        help="dask.distributed scheduler ADDRESS; runs the grid on that cluster (dask "
+        "exchanges pickles: connect only to a cluster you trust).")] = None,
+    retry_failed: Annotated[bool, typer.Option(
+        help="Run again the cells whose stored result is an error.")] = False,
     option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
 ) -> None:
@@ -182,25 +260,39 @@ def compare(
     """
     from coreval.harness import format_summary, run_grid
 
-    matrices = {}
+    _out_file(out)
+    matrices, origin = {}, {}
     for d in data:
         m = _load(d, data_dir)
-        matrices[m.name or Path(d).stem] = m
+        key = m.name or Path(d).stem
+        if key in matrices:
+            raise CorevalError(f"datasets {origin[key]!r} and {d!r} are both named {key!r}; "
+                               "rename one of the files so that each dataset has its own name")
+        matrices[key], origin[key] = m, d
     levels = {m.level for m in matrices.values()}
     if split is None:
         split = "kfold" if levels == {"benchmark"} else "binned"
-    n_source = [None if v == "all" else int(v) for v in _csv_list(train_models)]
+    n_source = [None if v == "all" else _count(v, "--train-models")
+                for v in _csv_list(train_models)]
     if split == "kfold" and train_models == "30":
         n_source = [None]
     # k-fold runs every fold (the split's seed is the fold index); other splits use seeds 0..n-1.
     seed_list = None if split == "kfold" else list(range(seeds))
     df = run_grid(matrices, _csv_list(methods), _budgets(budget), n_source=n_source,
                   seeds=seed_list, split=split, folds=folds, holdout=holdout, out=out,
-                  n_jobs=n_jobs, scheduler=scheduler,
+                  n_jobs=n_jobs, scheduler=scheduler, retry_failed=retry_failed,
                   method_options={m: {**_options(option), "calibration": calibration}
                                   for m in dict.fromkeys(_csv_list(methods))})
     typer.echo(format_summary(df))
     typer.echo(f"wrote {out}")
+    failed = df[df["error"].notna()]
+    if len(failed):
+        first = failed.iloc[0]
+        typer.echo(f"error: {len(failed)} of {len(df)} cells failed; first: {first['dataset']} "
+                   f"{first['method']} budget {first['budget']:g} seed {first['seed']}: "
+                   f"{first['error']} (rerun with --retry-failed after fixing the cause)",
+                   err=True)
+        raise typer.Exit(1)
 
 
 @app.command("select")
@@ -209,7 +301,7 @@ def select_cmd(
     data: Annotated[str, typer.Argument(help="Score matrix: path or bare name.")],
     method: Annotated[str, typer.Option(help="Method name.")] = "random++",
     budget: Annotated[float, typer.Option(help="Fraction (<1) or count (>=1).")] = 0.1,
-    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="Seed.")] = 0,
     out: Annotated[Path | None, typer.Option(help="CSV to write (item, position, weight).")] = None,
     option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
@@ -222,6 +314,7 @@ def select_cmd(
 
     from coreval.api import select
 
+    _out_file(out)
     fitted = select(_load(data, data_dir), method, budget, seed=seed, **_options(option))
     cs = fitted.coreset
     table = pd.DataFrame({"item": cs.items, "position": cs.indices,
@@ -273,11 +366,13 @@ def fit_cmd(
                                         "pattern × frequency table with a 'freq' column, or any "
                                         "supported score matrix.")],
     model: Annotated[str, typer.Option(help="1pl, 2pl, 3pl, beta, lego, hetero, beta3.")] = "2pl",
-    dims: Annotated[int, typer.Option(help="Latent dimensions.")] = 1,
+    dims: Annotated[int, typer.Option(min=1, help="Latent dimensions.")] = 1,
     method: Annotated[str, typer.Option(help="mml, map, svi or nuts.")] = "map",
     priors: Annotated[str, typer.Option(help="weak or hierarchical.")] = "weak",
-    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="Seed.")] = 0,
     out: Annotated[Path, typer.Option(help="Output folder models/NAME.")] = Path("models/fit"),
+    force: Annotated[bool, typer.Option(help="Replace a saved model in OUT (never anything "
+                                        "else).")] = False,
     data_dir: DataDirOpt = None,
 ) -> None:
     """Fit an IRT model and write models/NAME (posterior.nc, card.json, items.csv).
@@ -286,10 +381,12 @@ def fit_cmd(
     """
     from coreval.data.io import load_matrix
     from coreval.irt import fit
+    from coreval.irt.result import check_model_folder
 
+    check_model_folder(out, force=force)  # before the fit, not after it
     matrix = load_matrix(data, data_dir=data_dir)
     result = fit(model, matrix, method=method, dims=dims, priors=priors, seed=seed)
-    path = result.save(out)
+    path = result.save(out, force=force)
     typer.echo(result.items.head(20).to_string(index=False))
     typer.echo(f"wrote {path}")
 
@@ -303,7 +400,7 @@ def report_cmd(
     budget: RefitBudgetOpt = 0.1,
     seed: RefitSeedOpt = 0,
     name: Annotated[str, typer.Option(help="Name of the new model on the card.")] = "new model",
-    level: Annotated[float, typer.Option(help="Interval level.")] = 0.9,
+    level: Annotated[float, typer.Option(callback=_open_unit, help="Interval level.")] = 0.9,
     out: Annotated[Path, typer.Option(help="Card file: .md (Markdown) or .html (HTML).")] =
         Path("score_card.md"),
     data_dir: DataDirOpt = None,

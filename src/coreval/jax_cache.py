@@ -12,6 +12,14 @@ notebook, call :func:`enable_compilation_cache` once. The cache lives
 in ``$COREVAL_JAX_CACHE``, else ``$XDG_CACHE_HOME/coreval/jax``, else
 ``~/.cache/coreval/jax``; ``COREVAL_JAX_CACHE=off`` turns it off. A cache
 directory the user already configured for JAX is left as it is.
+
+Trust boundary
+--------------
+JAX loads the compiled programs in the cache and runs them. Anyone who can write
+into the cache directory can therefore run code in your coreval processes. Keep it
+private (the default under your home is created with mode 0700); coreval warns when
+the directory, or the folder that holds it, is writable by other users, and then does
+not use it.
 """
 
 from __future__ import annotations
@@ -36,6 +44,25 @@ def default_cache_dir() -> Path | None:
         return Path(value).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "coreval" / "jax"
+
+
+def writable_by_others(directory: Path) -> Path | None:
+    """The directory if its group or others may write to it, or its parent if anyone may.
+
+    A world-writable parent with the sticky bit (``/tmp``) does not count: others cannot
+    replace a folder they do not own there.
+    """
+    import stat
+
+    checks = ((directory, stat.S_IWGRP | stat.S_IWOTH), (directory.parent, stat.S_IWOTH))
+    for path, bits in checks:
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            continue
+        if mode & bits and not (path != directory and mode & stat.S_ISVTX):
+            return path
+    return None
 
 
 def enable_compilation_cache(path: str | os.PathLike | None = None, *,
@@ -70,9 +97,15 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *,
     if directory is None:
         return None
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:  # e.g. a read-only home: run without the cache
         warnings.warn(f"JAX compilation cache not enabled: {exc}", stacklevel=2)
+        return None
+    shared = writable_by_others(directory)
+    if shared is not None:
+        warnings.warn(f"JAX compilation cache not enabled: {shared} is writable by other "
+                      "users, who could place programs there that coreval would run; use a "
+                      f"private folder ({ENV_VAR}=PATH) or chmod go-w it", stacklevel=2)
         return None
     os.environ["JAX_COMPILATION_CACHE_DIR"] = str(directory)
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(float(min_compile_seconds))

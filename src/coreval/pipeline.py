@@ -37,6 +37,7 @@ from coreval.base import (
     Selector,
     out_of_fold,
 )
+from coreval.base.checks import check_seed
 from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError, preview
@@ -92,7 +93,16 @@ class FittedMethod:
                     f"got {x.shape[-1]} responses for a coreset of {len(self.coreset)} columns"
                 )
             return x
-        series = pd.Series(responses, dtype=float)
+        try:
+            series = pd.Series(responses)
+            values = pd.to_numeric(series, errors="coerce")
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"responses must map item ids to numbers: {exc}") from None
+        bad = values.isna() & series.notna()
+        if bad.any():
+            raise ValidationError("responses must be numbers; got "
+                                  + ", ".join(f"{i}={v!r}" for i, v in series[bad].head(5).items()))
+        series = values.astype(float)
         series.index = series.index.astype(str)
         if series.index.duplicated().any():
             raise ValidationError(
@@ -187,6 +197,7 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
         Method options, routed to the selector and the predictor
         (:meth:`coreval.methods.Method.route`; an unknown option is an error).
     """
+    seed = check_seed(seed)
     if calibration not in ("native", "cv"):
         raise ValidationError(f"calibration must be 'native' or 'cv', got {calibration!r}")
     if calibration == "cv" and method.task != "score":

@@ -30,6 +30,66 @@ def resolve_budget(budget: float | int, n_columns: int) -> int:
     return k
 
 
+#: Seeds are numpy ``SeedSequence`` / ``random_state`` values: integers in [0, 2**32).
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(seed: int) -> int:
+    """A seed as an int in ``[0, 2**32 - 1]`` (numpy's and scikit-learn's range)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise ValidationError(f"seed must be an integer, got {seed!r}")
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise ValidationError(f"seed must be between 0 and 2**32 - 1, got {seed}")
+    return int(seed)
+
+
+def response_domain(source: ScoreMatrix) -> tuple[str, float, float]:
+    """The values a new model's responses may take, from the source scores.
+
+    Returns ``(kind, low, high)``: ``("binary", 0, 1)`` (exactly 0 or 1) for binary
+    sources; otherwise ``("range", low, high)``, the source range widened by its width
+    on each side. A new model may beat every source model, and held-out models of
+    continuous data often fall a little outside the source range; a value far outside
+    says the responses are on another scale (percent instead of fraction, a sentinel).
+    """
+    if source.is_binary:
+        return ("binary", 0.0, 1.0)
+    observed = source.values[source.observed]
+    low, high = (float(observed.min()), float(observed.max())) if observed.size else (0.0, 1.0)
+    span = max(high - low, 1e-12)
+    return ("range", low - span, high + span)
+
+
+def check_responses(x: np.ndarray, domain: tuple[str, float, float], items: np.ndarray,
+                    *, who: str = "predictor") -> None:
+    """Responses must be finite and in the source's domain; errors name item and value.
+
+    Parameters
+    ----------
+    x : ndarray (n_models, k)
+        Responses on the coreset columns (NaN = missing, checked elsewhere).
+    domain : (kind, low, high)
+        From :func:`response_domain`.
+    items : ndarray of str, shape (k,)
+        The coreset's item ids, for the message.
+    """
+    kind, low, high = domain
+    finite = np.isfinite(x)
+    bad = ~finite & ~np.isnan(x)
+    if kind == "binary":
+        bad |= finite & ~np.isin(x, (0.0, 1.0))
+        rule = "0 or 1 (the source scores are binary)"
+    else:
+        bad |= finite & ((x < low) | (x > high))
+        rule = f"finite and within [{low:g}, {high:g}] (the source scores' range)"
+    if bad.any():
+        rows, cols = np.nonzero(bad)
+        shown = ", ".join(f"{items[c]}={float(x[r, c]):g}" for r, c in zip(rows[:5], cols[:5],
+                                                                     strict=True))
+        more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+        raise ValidationError(f"{who}: responses must be {rule}; got {shown}{more}")
+
+
 def check_k(k: int, n_columns: int) -> int:
     """Validate a coreset size against the pool size."""
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:

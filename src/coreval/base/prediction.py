@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
+import pandas as pd
 from scipy.stats import norm
 
 from coreval.errors import ValidationError
@@ -53,6 +54,34 @@ class Prediction:
     @property
     def width(self) -> np.ndarray:
         return self.upper - self.lower
+
+    def to_frame(self, index=None) -> pd.DataFrame:
+        """One row per predicted model: ``mean, lower, upper, width, level, interval``.
+
+        Parameters
+        ----------
+        index : sequence, optional
+            Row labels (e.g. the models' ids); default ``0..n-1``. Predictions of whole
+            columns (``columns`` set) get one row per model and column, in long layout.
+        """
+        mean = np.atleast_1d(np.asarray(self.mean, dtype=float))
+        lower = np.broadcast_to(np.asarray(self.lower, dtype=float), mean.shape)
+        upper = np.broadcast_to(np.asarray(self.upper, dtype=float), mean.shape)
+        if mean.ndim == 1:
+            frame = pd.DataFrame({"mean": mean, "lower": lower, "upper": upper},
+                                 index=index)
+        else:
+            rows = np.arange(mean.shape[0]) if index is None else np.asarray(index)
+            cols = (np.arange(mean.shape[1]) if self.columns is None
+                    else np.asarray(self.columns))
+            frame = pd.DataFrame({"model": np.repeat(rows, mean.shape[1]),
+                                  "column": np.tile(cols, mean.shape[0]),
+                                  "mean": mean.ravel(), "lower": lower.ravel(),
+                                  "upper": upper.ravel()})
+        frame["width"] = frame["upper"] - frame["lower"]
+        frame["level"] = float(self.level)
+        frame["interval"] = self.interval
+        return frame
 
     def normal_sd(self) -> np.ndarray:
         """Standard deviation of the normal whose central ``level`` interval is this one.

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from coreval.base.cache import FitCache
-from coreval.base.checks import check_source
+from coreval.base.checks import check_responses, check_source, response_domain
 from coreval.base.coreset import Coreset
 from coreval.base.prediction import Prediction
 from coreval.data.matrix import ScoreMatrix
@@ -65,6 +65,7 @@ class Predictor(BaseEstimator):
             raise ValidationError(f"{type(self).__name__} got an empty coreset")
         self.coreset_ = coreset
         self.n_items_ = source.n_items
+        self.response_domain_ = response_domain(source)
         self.cache_ = cache
         self.refit_ = refit if refit is not None else self.fixed_coreset_refit
         self._fit(source, coreset)
@@ -97,8 +98,8 @@ class Predictor(BaseEstimator):
                 f"responses have shape {np.shape(responses)}, expected "
                 f"(n_models, {len(self.coreset_)}) for this coreset"
             )
-        if np.isinf(x).any():
-            raise ValidationError(f"{int(np.isinf(x).sum())} responses are infinite")
+        check_responses(x, self.response_domain_, np.asarray(self.coreset_.items).astype(str),
+                        who=type(self).__name__)
         if not self.allows_missing_responses and np.isnan(x).any():
             raise ValidationError(
                 f"{type(self).__name__} cannot use missing (NaN) responses on the coreset; "

@@ -84,7 +84,7 @@ def _model_from_results(path: Path) -> str | None:
     try:
         with path.open(encoding="utf-8") as fh:
             data = json.load(fh)
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValidationError(f"cannot read lm-eval results file {path}: {exc}") from exc
     if not isinstance(data, dict):
         return None
@@ -163,8 +163,16 @@ def _metric_for(metric: str | Mapping[str, str], task: str) -> str:
 
 def _read_samples(sample: SampleFile, metric: str, filter_name: str | None) -> pd.DataFrame:
     """(doc_id, score) of one samples file, for one filter."""
-    rows = []
     path = sample.path
+    try:
+        return _parse_samples(path, metric, filter_name)
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                              "lm-eval writes its logs as UTF-8") from None
+
+
+def _parse_samples(path: Path, metric: str, filter_name: str | None) -> pd.DataFrame:
+    rows = []
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():

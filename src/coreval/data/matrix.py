@@ -26,6 +26,29 @@ def _as_ids(ids, n: int, what: str) -> np.ndarray:
     return arr
 
 
+def _warn_stray_values(values: np.ndarray, models: np.ndarray, items: np.ndarray) -> None:
+    """Warn, naming the cells, when a few values keep almost-0/1 data from being binary.
+
+    Binary is inferred only when every observed value is 0 or 1. A stray 2 or -1 in 0/1
+    data (fewer than 1 % of the values) would silently make the matrix continuous.
+    """
+    observed = ~np.isnan(values)
+    stray = observed & ~np.isin(values, (0.0, 1.0))
+    n_stray = int(stray.sum())
+    if n_stray == 0 or n_stray >= 0.01 * observed.sum():
+        return
+    cells = ", ".join(f"{models[r]}/{items[c]}={values[r, c]:g}"
+                      for r, c in np.argwhere(stray)[:5])
+    more = f" and {n_stray - 5} more" if n_stray > 5 else ""
+    warnings.warn(f"scores are 0/1 except {n_stray} cell(s): {cells}{more}; the matrix is "
+                  "treated as continuous. Fix those cells, or pass kind='continuous' to "
+                  "confirm", UserWarning, stacklevel=4)
+
+
+#: Largest score magnitude accepted (squares and products stay far from float overflow).
+MAX_ABS_SCORE = 1e12
+
+
 @dataclass(frozen=True, eq=False)
 class ScoreMatrix:
     """Scores of models (rows) on items or benchmarks (columns).
@@ -71,7 +94,16 @@ class ScoreMatrix:
 
     def __post_init__(self) -> None:
         # A private copy: the matrix is immutable and must not freeze the caller's array.
-        values = np.array(self.values, dtype=np.float64, copy=True)
+        if isinstance(self.values, pd.DataFrame):  # keep a frame's labels (from_frame)
+            frame = self.values
+            if self.models is None:
+                object.__setattr__(self, "models", frame.index.to_numpy())
+            if self.items is None:
+                object.__setattr__(self, "items", frame.columns.to_numpy())
+        try:
+            values = np.array(self.values, dtype=np.float64, copy=True)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"score matrix values must be numbers: {exc}") from None
         if values.ndim != 2:
             raise ValidationError(
                 f"score matrix must be 2-D (models × items), got shape {values.shape}"
@@ -79,6 +111,12 @@ class ScoreMatrix:
         n_models, n_items = values.shape
         if np.isinf(values).any():
             raise ValidationError("score matrix contains ±inf; use NaN for unobserved entries")
+        too_large = np.abs(np.nan_to_num(values)) > MAX_ABS_SCORE
+        if too_large.any():
+            r, c = np.argwhere(too_large)[0]
+            raise ValidationError(
+                f"score matrix has values beyond ±{MAX_ABS_SCORE:g} (e.g. {float(values[r, c]):g} at "
+                f"row {r}, column {c}); rescale the scores (squares of such values overflow)")
         models = _as_ids(self.models, n_models, "model")
         items = _as_ids(self.items, n_items, "item")
         if len(models) != n_models:
@@ -98,6 +136,8 @@ class ScoreMatrix:
         kind = self.kind
         if kind is None:
             kind = "binary" if is01 and observed.size else "continuous"
+            if not is01:
+                _warn_stray_values(values, models, items)
         elif kind == "binary" and not is01:
             bad = np.unique(observed[~np.isin(observed, (0.0, 1.0))])
             raise ValidationError(
@@ -268,8 +308,20 @@ class ScoreMatrix:
             raise ValidationError(f"new values have shape {values.shape}, expected {self.shape}")
         return replace(self, values=values, kind=None, strict=False)
 
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, **kwargs) -> ScoreMatrix:
+        """A matrix from a wide DataFrame: index = model ids, columns = item ids.
+
+        The labels are kept (``ScoreMatrix(frame)`` does the same); ``kwargs`` go to the
+        constructor (``kind``, ``level``, ``name``, ``item_meta``, ...).
+        """
+        if not isinstance(frame, pd.DataFrame):
+            raise ValidationError(f"from_frame expects a DataFrame, got {type(frame).__name__}")
+        return cls(frame, **kwargs)
+
     def to_frame(self) -> pd.DataFrame:
-        """Wide DataFrame: index = model ids, columns = item ids."""
+        """Wide DataFrame: index = model ids, columns = item ids (the inverse of
+        :meth:`from_frame`)."""
         return pd.DataFrame(self.values, index=pd.Index(self.models, name="model"),
                             columns=pd.Index(self.items, name="item"))
 

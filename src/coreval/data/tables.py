@@ -58,8 +58,16 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         if suffix == ".csv":
             # Read every cell as text so ids keep their spelling ("007" stays "007");
             # scores are converted (and checked) later by _numeric.
+            header = pd.read_csv(path, header=None, nrows=1, dtype=str).iloc[0]
+            names = header.fillna("").str.strip()
+            dup = names[names.duplicated()].unique()
+            if len(dup):
+                raise ValidationError(f"{path.name}: duplicate column names "
+                                      f"{preview(list(dup), 5)} (each column needs its own name)")
             return pd.read_csv(path, dtype=str)
         return pd.read_parquet(path)
+    except ValidationError:
+        raise
     except (ValueError, OSError, pd.errors.ParserError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValidationError(f"cannot read {path.name}: {first}") from exc

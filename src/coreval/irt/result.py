@@ -231,13 +231,22 @@ class IRTFit:
                 f"{self.n_draws} draws)")
 
     # --------------------------------------------------------------------- io
-    def save(self, path: str | os.PathLike) -> Path:
+    def save(self, path: str | os.PathLike, *, force: bool = False) -> Path:
         """Write ``posterior.nc``, ``card.json`` and ``items.csv`` into folder ``path``.
 
         The folder is written under a temporary name and renamed into place, so a
-        crash never leaves a half-written model behind.
+        crash never leaves a half-written model behind and a reader sees the old
+        model or the new one. Nothing else is ever deleted: ``path`` must not exist,
+        be an empty folder, or (with ``force=True``) hold a saved model.
+
+        Raises
+        ------
+        ValidationError
+            ``path`` is a file, the working folder or one of its parents, a folder
+            that is not a saved model, or a saved model without ``force``.
         """
         path = Path(path)
+        check_model_folder(path, force=force)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.parent / f".{path.name}.tmp-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
@@ -254,7 +263,7 @@ class IRTFit:
                 backup = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
                 os.replace(path, backup)
             os.replace(tmp, path)
-            if backup is not None:
+            if backup is not None:  # only ever a saved model (check_model_folder)
                 shutil.rmtree(backup, ignore_errors=True)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -278,6 +287,38 @@ class IRTFit:
             item_se = {k: np.asarray(v, dtype=float) for k, v in item_se.items()}
         return cls(model=card["model"], method=card["method"], dims=card["dims"],
                    priors=card["priors"], idata=idata, card=card, item_se=item_se)
+
+
+#: The files of a saved model (:meth:`IRTFit.save`).
+MODEL_FILES: tuple[str, ...] = ("posterior.nc", "card.json", "items.csv")
+
+
+def is_saved_model(path: Path) -> bool:
+    """Whether ``path`` is a folder written by :meth:`IRTFit.save` (and nothing else)."""
+    if not path.is_dir():
+        return False
+    names = {p.name for p in path.iterdir()}
+    return {"posterior.nc", "card.json"} <= names and names <= set(MODEL_FILES)
+
+
+def check_model_folder(path: Path, *, force: bool = False) -> None:
+    """Refuse to write a model where that would destroy anything but a saved model."""
+    resolved = path.resolve()
+    if resolved == Path.cwd().resolve() or resolved in Path.cwd().resolve().parents:
+        raise ValidationError(f"{path} is the working folder or one of its parents; "
+                              "write the model into a new folder such as models/NAME")
+    if not path.exists():
+        return
+    if not path.is_dir():
+        raise ValidationError(f"{path} exists and is not a folder; choose another output")
+    if not any(path.iterdir()):
+        return
+    if not is_saved_model(path):
+        raise ValidationError(f"{path} is a folder that is not a saved coreval model; refusing to "
+                              "replace it (choose a new folder such as models/NAME)")
+    if not force:
+        raise ValidationError(f"{path} already holds a saved model; pass force=True "
+                              "(--force) to replace it")
 
 
 def _jsonable(obj: Any) -> Any:

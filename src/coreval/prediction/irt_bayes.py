@@ -30,6 +30,8 @@ predictive simulation).
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 from scipy.special import expit
 
@@ -182,9 +184,9 @@ class IRTBayesPredictor(Predictor):
         if (self.params_coreset_[0].shape[2] == 1 and self.ability_method == "eap"
                 and self.logistic_):
             return grid_ability_draws(x, *self.params_coreset_, rng=rng)[..., None]
-        return self._engine_theta_draws(x)
+        return self._engine_theta_draws(x, rng)
 
-    def _engine_theta_draws(self, x: np.ndarray) -> np.ndarray:
+    def _engine_theta_draws(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Per-model :func:`coreval.irt.score_new_model` (D > 1 or ``ability_method`` != eap)."""
         from coreval.irt import score_new_model
 
@@ -195,7 +197,7 @@ class IRTBayesPredictor(Predictor):
         for j in rows:
             post = score_new_model(self.irt_fit_, x[j], items=self.coreset_.items,
                                    method=self.ability_method, propagate=True,
-                                   num_draws=n_draws, seed=int(self.seed) * 1_000_003 + j)
+                                   num_draws=n_draws, seed=int(rng.integers(2**31 - 1)))
             theta = np.asarray(post.draws, dtype=float).reshape(n_draws, -1)
             # re-pair each ability draw with the item draw it was conditioned on
             order = np.argsort(np.asarray(post.item_draw_index), kind="stable")
@@ -317,11 +319,25 @@ class IRTBayesPredictor(Predictor):
             return np.zeros(1), np.zeros(1)
         return oof.residuals ** 2, oof.variance
 
+    def _row_rng(self, row: np.ndarray) -> np.random.Generator:
+        """The random stream of one model, from the seed and that model's responses.
+
+        Each model is simulated with its own stream, so its prediction does not depend
+        on which other models are predicted in the same call, or in which order.
+        """
+        digest = zlib.crc32(np.ascontiguousarray(row, dtype=np.float64).tobytes())
+        return np.random.default_rng([int(self.seed), digest])
+
     def _predict(self, x: np.ndarray) -> Prediction:
-        rng = np.random.default_rng(self.seed)
-        mean, draws = self._simulate(x, rng)
-        if self.tau_ > 0.0:
-            draws = draws + rng.normal(0.0, self.tau_, size=draws.shape)
+        means, all_draws = [], []
+        for row in x:
+            rng = self._row_rng(row)
+            mean_j, draws_j = self._simulate(row[None], rng)
+            if self.tau_ > 0.0:
+                draws_j = draws_j + rng.normal(0.0, self.tau_, size=draws_j.shape)
+            means.append(mean_j)
+            all_draws.append(draws_j)
+        mean, draws = np.concatenate(means), np.concatenate(all_draws, axis=1)
         alpha = 1.0 - self.level
         lower, upper = np.quantile(draws, [alpha / 2, 1 - alpha / 2], axis=0)
         if self.binary_:

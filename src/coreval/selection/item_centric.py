@@ -101,7 +101,11 @@ class ScalesSelector(Selector):
             return F
         if self.reducer != "umap":
             raise ValidationError(f"reducer must be 'umap' or 'none', got {self.reducer!r}")
-        import umap  # imported lazily: numba compilation is slow
+        try:
+            import umap  # imported lazily: numba compilation is slow
+        except ImportError:
+            raise ValidationError("reducer='umap' needs umap-learn: pip install 'coreval[umap]' "
+                                  "(or pass reducer='none')") from None
 
         n = F.shape[0]
         reducer = umap.UMAP(n_components=self.n_dims, n_neighbors=max(2, min(self.n_neighbors,

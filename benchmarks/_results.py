@@ -1,0 +1,68 @@
+"""The provenance lines and the writer shared by the scripts that fill ``benchmarks/results/``.
+
+Every results file names the command that made it and the coreval version that ran it::
+
+    Command: `python benchmarks/NAME.py ...`
+
+    coreval version: X.Y.Z.
+
+The scripts run as ``python benchmarks/NAME.py``, so this folder is on ``sys.path`` and they
+import this module as ``_results``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import coreval
+from coreval._atomic import write_text_atomic
+
+
+def version_line() -> str:
+    """The ``coreval version: X.Y.Z.`` line of a results file.
+
+    Returns
+    -------
+    str
+        The line, without a newline, for the coreval that is imported.
+    """
+    return f"coreval version: {coreval.__version__}."
+
+
+def provenance(command: str, note: str = "") -> list[str]:
+    """The markdown lines that open a results file: its command, then the coreval version.
+
+    Parameters
+    ----------
+    command : str
+        The command line that made the file, shown in backticks (outer blanks removed).
+    note : str, optional
+        Text that follows the closing backtick on the same line, e.g.
+        ``" (wall 60 s on the shared 2-core machine)."``.
+
+    Returns
+    -------
+    list of str
+        ``["Command: `...`<note>", "", "coreval version: X.Y.Z.", ""]``.
+    """
+    return [f"Command: `{command.strip()}`{note}", "", version_line(), ""]
+
+
+def write_markdown(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically, creating its folder.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The markdown file to write.
+    text : str
+        Its whole content, written as given.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``. A temporary file in the same folder is moved onto it with ``os.replace``,
+        so an interrupted run leaves the previous file intact.
+    """
+    return write_text_atomic(path, text)

@@ -1,0 +1,57 @@
+"""Command-line hygiene: --version, --quiet, progress only where a bar can be drawn, extras."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from coreval import __version__
+from coreval._progress import progress_enabled
+from coreval.cli import app
+from coreval.errors import ValidationError
+
+runner = CliRunner()
+
+
+def test_version():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"coreval {__version__}"
+
+
+def test_quiet_turns_progress_off(monkeypatch, tmp_path):
+    monkeypatch.setenv("COREVAL_PROGRESS", "1")
+    result = runner.invoke(app, ["--quiet", "select", str(tmp_path / "missing.npz")])
+    assert result.exit_code == 2  # the command ran (and failed on the missing file)
+    import os
+
+    assert os.environ["COREVAL_PROGRESS"] == "0"
+
+
+def test_progress_only_on_a_terminal_unless_asked(monkeypatch):
+    monkeypatch.delenv("COREVAL_PROGRESS", raising=False)
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a log file: no bars
+    assert progress_enabled() is False
+    monkeypatch.setenv("COREVAL_PROGRESS", "1")
+    assert progress_enabled() is True
+    monkeypatch.setenv("COREVAL_PROGRESS", "0")
+    assert progress_enabled() is False
+    assert progress_enabled(True) is True
+
+
+def test_umap_reducer_without_the_extra_names_it(monkeypatch):
+    import numpy as np
+
+    from coreval.data import ScoreMatrix
+    from coreval.selection.item_centric import ScalesSelector
+
+    monkeypatch.setitem(sys.modules, "umap", None)  # as if umap-learn were not installed
+    rng = np.random.default_rng(0)
+    m = ScoreMatrix((rng.random((20, 30)) < 0.5).astype(float))
+    features = rng.normal(size=(30, 8))
+    with pytest.raises(ValidationError, match=r"coreval\[umap\]"):
+        ScalesSelector(5, features=features, reducer="umap").fit(m)
+    assert len(ScalesSelector(5, features=features, reducer="none").fit(m).coreset_) == 5
