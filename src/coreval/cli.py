@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 
 from coreval.errors import CorevalError
@@ -389,6 +390,114 @@ def fit_cmd(
     path = result.save(out, force=force)
     typer.echo(result.items.head(20).to_string(index=False))
     typer.echo(f"wrote {path}")
+
+
+@app.command("adapt")
+@_one_line_errors
+def adapt_cmd(
+    data: Annotated[str, typer.Argument(help="Score matrix of known models (binary): path or "
+                                        "bare name; the IRT model is fitted on it.")],
+    responses: Annotated[Path | None, typer.Option(
+        help="Replay recorded answers: CSV with columns item, score (items not in the file "
+        "are never asked).")] = None,
+    answer_cmd: Annotated[str | None, typer.Option(
+        "--answer-cmd", help="Command that answers: it reads one line per batch (item ids "
+        "separated by tabs) on stdin and writes one line of 0/1 scores, in the same order, "
+        "on stdout.")] = None,
+    rule: Annotated[str, typer.Option(help="score (expected reduction of the full score's "
+                                      "variance), fisher or kl.")] = "score",
+    width: Annotated[float, typer.Option(min=0.0, help="Stop when the interval is at most "
+                                         "this wide (fraction of the full score).")] = 0.04,
+    max_items: Annotated[int | None, typer.Option(min=1, help="Stop after this many items "
+                                                  "(default: 10 % of the bank).")] = None,
+    batch: Annotated[int, typer.Option(min=1, help="Items per batch.")] = 1,
+    randomesque: Annotated[int, typer.Option(min=1, help="Pick among this many best "
+                                             "items (exposure control).")] = 1,
+    level: Annotated[float, typer.Option(callback=_open_unit, help="Interval level.")] = 0.9,
+    model: Annotated[str, typer.Option(help="Logistic IRT model: 2pl, 3pl, 1pl.")] = "2pl",
+    fit_method: Annotated[str, typer.Option(help="IRT fit: svi, map or nuts.")] = "svi",
+    num_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of the fit.")] = 2000,
+    seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="Seed.")] = 0,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Adaptive test of a new model: choose each next item from the posterior, stop when the
+    full score's interval is narrow enough, print the score with its interval.
+
+    Example: ``coreval adapt mmlu --answer-cmd "python run_items.py" --width 0.04 --batch 8``,
+    or ``coreval adapt mmlu --responses recorded.csv`` to replay recorded answers.
+    """
+    import subprocess
+
+    from coreval.adaptive import AdaptiveTest, ItemBank, any_of, score_width
+    from coreval.adaptive import max_items as stop_after
+    from coreval.irt.fit_spec import IRTFitSpec
+    from coreval.irt.source_fit import fit_source_irt
+
+    if (responses is None) == (answer_cmd is None):
+        raise CorevalError("give exactly one of --responses FILE or --answer-cmd CMD")
+    source = _load(data, data_dir)
+    spec = IRTFitSpec(model=model, fit_method=fit_method, num_steps=num_steps)
+    bank = ItemBank.from_fit(fit_source_irt(source, spec, seed=seed), source)
+    exposure = None
+    if responses is not None:
+        recorded = _read_responses(responses)
+        known = set(bank.items)
+        unknown = [i for i in recorded.index if i not in known]
+        if unknown:
+            raise CorevalError(f"{responses}: items not in {data}: {', '.join(unknown[:5])}")
+        exposure = np.isin(bank.items, recorded.index).astype(float)  # only recorded items
+        limit = int(exposure.sum())
+    else:
+        limit = bank.n_items
+    n_max = min(limit, max_items if max_items is not None else max(1, bank.n_items // 10))
+    if n_max < 1:
+        raise CorevalError(f"{responses}: no answers to replay")
+    test = AdaptiveTest(bank, rule=rule, stop=any_of(score_width(width, level),
+                                                      stop_after(n_max)),
+                        randomesque=randomesque, exposure=exposure, level=level, seed=seed)
+    if responses is not None:
+        prediction = test.run(lambda items: recorded.loc[items].to_numpy(float), b=batch)
+    else:
+        prediction = _run_answer_cmd(test, answer_cmd, batch, subprocess)
+    result = {"rule": rule, "items_used": test.state.n_asked,
+              "score": float(prediction.mean[0]), "lower": float(prediction.lower[0]),
+              "upper": float(prediction.upper[0]), "level": level,
+              "interval": prediction.interval, "items": test.asked}
+    typer.echo(json.dumps(result, indent=2))
+
+
+def _run_answer_cmd(test, command: str, batch: int, subprocess):
+    """Drive ``command`` batch by batch over a pipe (protocol in ``coreval adapt --help``)."""
+    import shlex
+
+    proc = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        while not test.done:
+            items = test.next_items(batch)
+            proc.stdin.write("\t".join(items) + "\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+            if not line:
+                raise CorevalError(f"--answer-cmd ended without answering {len(items)} items "
+                                   f"(exit code {proc.poll()})")
+            try:
+                scores = [float(v) for v in line.split()]
+            except ValueError:
+                raise CorevalError(f"--answer-cmd answered {line.strip()!r}; expected "
+                                   f"{len(items)} scores of 0 or 1") from None
+            if len(scores) != len(items):
+                raise CorevalError(f"--answer-cmd gave {len(scores)} scores for "
+                                   f"{len(items)} items")
+            test.answer(items, scores)
+    finally:
+        if proc.stdin and not proc.stdin.closed:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return test.estimate()
 
 
 @app.command("report")

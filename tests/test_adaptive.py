@@ -1,0 +1,261 @@
+"""Adaptive testing: the posterior, the target-aware rule, stopping, exposure, content, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+from scipy.special import expit
+from scipy.stats import norm
+
+from coreval.adaptive import (
+    AdaptiveTest,
+    ItemBank,
+    calibrate_exposure,
+    estimate,
+    init,
+    max_items,
+    next_items,
+    score_moments,
+    score_variance_reduction,
+    score_width,
+    update,
+)
+from coreval.errors import ValidationError
+
+
+def _bank(n_items: int = 120, n_draws: int = 1, seed: int = 0, groups: bool = False,
+          guess: bool = False) -> tuple[ItemBank, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    a = rng.lognormal(0.2, 0.4, n_items)
+    d = rng.normal(0.0, 1.2, n_items)
+    jitter = rng.normal(0, 0.05, (n_draws, n_items)) if n_draws > 1 else 0.0
+    bank = ItemBank(items=[f"q{i}" for i in range(n_items)], a=a + jitter, d=d + jitter,
+                    c=np.full(n_items, 0.2) if guess else None,
+                    groups=np.where(np.arange(n_items) % 3 == 0, "g1", "g2") if groups else None)
+    return bank, a, d
+
+
+def _answers(a, d, theta, seed, c=None):
+    p = expit(a * theta + d)
+    if c is not None:
+        p = c + (1 - c) * p
+    return (np.random.default_rng(seed).random(len(a)) < p).astype(float)
+
+
+def test_quadrature_posterior_matches_numerical_integration():
+    bank, a, d = _bank(30)
+    y = _answers(a, d, 0.7, seed=1)
+    state = update(init(bank), np.arange(10), y[:10])
+
+    def lik(t):
+        p = expit(a[:10] * t + d[:10])
+        return norm.pdf(t) * np.prod(np.where(y[:10] == 1, p, 1 - p))
+
+    z = quad(lik, -8, 8)[0]
+    mean = quad(lambda t: t * lik(t), -8, 8)[0] / z
+    theta_mean, theta_sd = state.theta_moments()
+    assert theta_mean == pytest.approx(mean, abs=0.02)
+    assert 0 < theta_sd < 1
+
+
+def test_score_variance_reduction_equals_the_expected_posterior_variance():
+    """The closed form against updating with each answer and averaging by P(y)."""
+    bank, _, _ = _bank(40, n_draws=4, seed=2, guess=True)
+    state = update(init(bank), [0, 5, 9], [1, 0, 1])
+    criterion = score_variance_reduction(state)
+    _, var_now = score_moments(state)
+    pi = state.weights()
+    for j, item in enumerate(state.unasked[:8]):
+        p1 = float((pi * bank.probs[:, :, item]).sum())
+        after = sum(prob * score_moments(update(state, [item], [y]))[1]
+                    for y, prob in ((1.0, p1), (0.0, 1 - p1)))
+        assert criterion[j] == pytest.approx(var_now - after, rel=1e-6, abs=1e-12)
+
+
+def _simulate(rule, n_models=40, stop=None, seed=0, **kwargs):
+    bank, a, d = _bank(150, seed=seed)
+    rng = np.random.default_rng(100 + seed)
+    errors, covered, used = [], [], []
+    for m in range(n_models):
+        y = _answers(a, d, rng.normal(), seed=1000 * seed + m)
+        test = AdaptiveTest(bank, rule=rule, stop=stop or max_items(15), seed=m, **kwargs)
+        pred = test.run(lambda items, y=y: y[bank.positions(items)])
+        truth = y.mean()
+        errors.append(pred.mean[0] - truth)
+        covered.append(pred.lower[0] <= truth <= pred.upper[0])
+        used.append(test.state.n_asked)
+    return np.sqrt(np.mean(np.square(errors))), np.mean(covered), np.mean(used)
+
+
+def _random_rule(state):
+    return np.random.default_rng(state.n_asked).random(len(state.unasked))
+
+
+def test_adaptive_rules_beat_random_items_and_intervals_cover():
+    rmse_score, cov_score, _ = _simulate("score")
+    rmse_fisher, _, _ = _simulate("fisher")
+    rmse_random, cov_random, _ = _simulate(_random_rule)
+    assert rmse_score < rmse_random and rmse_fisher < rmse_random
+    assert cov_score >= 0.8 and cov_random >= 0.8
+
+
+def test_width_stop_needs_fewer_items_than_random_order():
+    stop = score_width(0.08)
+    _, cov, used_adaptive = _simulate("score", stop=stop, n_models=20)
+    _, _, used_random = _simulate(_random_rule, stop=stop, n_models=20)
+    assert used_adaptive < used_random
+    assert cov >= 0.8
+
+
+def test_batches_exposure_and_randomesque():
+    bank, _, _ = _bank(60)
+    state = update(init(bank), [0], [1])
+    batch = next_items(state, "fisher", 5)
+    assert len(set(batch.tolist())) == 5 and 0 not in batch
+    best = next_items(state, "fisher", 1)[0]
+    k = np.ones(bank.n_items)
+    k[best] = 0.0  # never administered
+    assert next_items(state, "fisher", 1, exposure=k)[0] != best
+    picks = {int(next_items(state, "fisher", 1, randomesque=5,
+                            rng=np.random.default_rng(s))[0]) for s in range(30)}
+    assert 1 < len(picks) <= 5
+
+
+def test_sympson_hetter_calibration_bounds_exposure():
+    bank, _, _ = _bank(40, seed=4)
+    k = calibrate_exposure(bank, 0.5, n_items=4, rule="fisher", n_simulees=60, n_rounds=10)
+    assert k.min() < 1.0  # the most informative items were restricted
+    rng = np.random.default_rng(9)
+    counts = np.zeros(bank.n_items)
+    for theta in rng.normal(size=60):
+        test = AdaptiveTest(bank, rule="fisher", stop=max_items(4), exposure=k,
+                            seed=int(rng.integers(1 << 30)))
+        g = int(np.argmin(np.abs(bank.grid - theta)))
+        test.run(lambda items, g=g: (rng.random(len(items))
+                                     < bank.probs[0, g, bank.positions(items)]).astype(float))
+        counts[test.state.asked] += 1
+    assert counts.max() / 60 <= 0.65
+
+
+def test_content_balancing_follows_the_target_shares():
+    bank, a, d = _bank(60, groups=True)
+    y = _answers(a, d, 0.0, seed=3)
+    test = AdaptiveTest(bank, rule="score", stop=max_items(12), content={"g1": 1, "g2": 1})
+    test.run(lambda items: y[bank.positions(items)], b=2)
+    groups = bank.groups[test.state.asked]
+    assert abs(int((groups == "g1").sum()) - 6) <= 1
+
+
+def test_same_seed_same_items_and_interval():
+    bank, a, d = _bank(80)
+    y = _answers(a, d, -0.3, seed=5)
+    runs = []
+    for _ in range(2):
+        test = AdaptiveTest(bank, rule="kl", stop=max_items(8), randomesque=3, seed=7)
+        pred = test.run(lambda items: y[bank.positions(items)])
+        runs.append((test.asked, pred.lower[0], pred.upper[0]))
+    assert runs[0] == runs[1]
+
+
+def test_bad_input_is_named():
+    bank, _, _ = _bank(20)
+    state = update(init(bank), ["q1"], [1])
+    with pytest.raises(ValidationError, match="answered twice: q1"):
+        update(state, ["q1"], [0])
+    with pytest.raises(ValidationError, match=r"0 or 1.*q2=2"):
+        update(state, ["q2"], [2])
+    with pytest.raises(ValidationError, match="not in the bank: nope"):
+        update(state, ["nope"], [1])
+    with pytest.raises(ValidationError, match="only 19 are left"):
+        next_items(state, "score", 20)
+    with pytest.raises(ValidationError, match="unknown selection rule"):
+        next_items(state, "bogus")
+    with pytest.raises(ValidationError, match="item bank"):
+        ItemBank(items=["a", "a"], a=np.ones(2), d=np.zeros(2))
+
+
+def test_bank_from_a_fitted_model_predicts_held_out_models():
+    from coreval.data.simulate import simulate
+    from coreval.irt import fit
+
+    sim = simulate(140, 80, seed=11)
+    source, target = sim.matrix.take(np.arange(100)), sim.matrix.take(np.arange(100, 140))
+    irt_fit = fit("2pl", source, method="map", settings={"num_steps": 400, "num_draws": 30},
+                  show_progress=False)
+    bank = ItemBank.from_fit(irt_fit, source)
+    assert bank.n_draws == 30 and bank.n_items == 80
+    covered = []
+    for row in target.values:
+        test = AdaptiveTest(bank, rule="score", stop=max_items(20))
+        pred = test.run(lambda items, row=row: row[bank.positions(items)])
+        covered.append(pred.lower[0] <= np.nanmean(row) <= pred.upper[0])
+    assert np.mean(covered) >= 0.75
+    with pytest.raises(ValidationError, match="logistic"):
+        ItemBank.from_fit(fit("beta", np.clip(source.values * 0.8 + 0.1, 0.01, 0.99),
+                              method="map", settings={"num_steps": 50}, show_progress=False))
+
+
+def test_estimate_draws_are_seeded_by_the_answers():
+    bank, _, _ = _bank(30)
+    state = update(init(bank), [1, 2], [1, 0])
+    a, b = estimate(state, seed=3), estimate(state, seed=3)
+    assert np.array_equal(a.draws, b.draws)
+    assert a.lower[0] <= a.mean[0] <= a.upper[0]
+
+
+# ----------------------------------------------------------------- the CLI loop
+DRIVER = """
+import json, sys
+answers = json.load(open(sys.argv[1]))
+for line in sys.stdin:
+    items = line.rstrip("\\n").split("\\t")
+    print(" ".join(str(answers[i]) for i in items), flush=True)
+"""
+
+
+def test_cli_adapt_drives_an_answering_command(tmp_path):
+    import json
+    import sys
+
+    from typer.testing import CliRunner
+
+    from coreval.cli import app
+    from coreval.data.npz import write_npz
+    from coreval.data.simulate import simulate
+
+    sim = simulate(100, 60, seed=21)
+    source, target = sim.matrix.take(np.arange(80)), sim.matrix.take(np.arange(80, 100))
+    write_npz(source, tmp_path / "src.npz")
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER)
+    runner = CliRunner()
+    covered, used = [], []
+    for j, row in enumerate(target.values):
+        answers = tmp_path / f"row{j}.json"
+        answers.write_text(json.dumps({str(i): int(v) for i, v in zip(target.items, row,
+                                                                        strict=True)}))
+        result = runner.invoke(app, [
+            "adapt", str(tmp_path / "src.npz"), "--answer-cmd",
+            f"{sys.executable} {driver} {answers}", "--fit-method", "map", "--num-steps",
+            "300", "--width", "0.15", "--max-items", "20", "--batch", "2", "--seed", str(j)])
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.output)
+        covered.append(out["lower"] <= row.mean() <= out["upper"])
+        used.append(out["items_used"])
+        assert len(set(out["items"])) == out["items_used"] <= 20
+    assert np.mean(covered) >= 0.75, covered
+    # replaying recorded answers gives the same run as the live loop
+    pd_rows = [{"item": str(i), "score": v} for i, v in zip(target.items, target.values[0],
+                                                            strict=True)]
+    import pandas as pd
+
+    pd.DataFrame(pd_rows).to_csv(tmp_path / "rec.csv", index=False)
+    replay = runner.invoke(app, ["adapt", str(tmp_path / "src.npz"), "--responses",
+                                 str(tmp_path / "rec.csv"), "--fit-method", "map",
+                                 "--num-steps", "300", "--width", "0.15", "--max-items", "20",
+                                 "--batch", "2", "--seed", "0"])
+    assert replay.exit_code == 0, replay.output
+    assert json.loads(replay.output)["items_used"] == used[0]
+    both = runner.invoke(app, ["adapt", str(tmp_path / "src.npz")])
+    assert both.exit_code == 2 and "exactly one of" in both.output
