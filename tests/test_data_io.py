@@ -162,13 +162,17 @@ ITEMS = ["arc_easy/0", "arc_easy/1", "arc_easy/2", "arc_easy/3",
 
 
 def test_read_lm_eval_fixture():
-    matrix = read_lm_eval(LM_EVAL)
+    matrix = read_lm_eval(LM_EVAL, metric="acc")
     assert matrix.models.tolist() == list(EXPECTED_ACC)
     assert matrix.items.tolist() == ITEMS
     np.testing.assert_array_equal(matrix.values, np.array(list(EXPECTED_ACC.values()), float))
     assert matrix.kind == "binary" and matrix.level == "item"
     assert matrix.groups.tolist() == ["arc_easy"] * 4 + ["hellaswag"] * 3
     assert load_matrix(LM_EVAL).items.tolist() == ITEMS  # folders dispatch to the reader
+    # by default each task's metric is chosen once: acc_norm where the task logs it
+    auto = read_lm_eval(LM_EVAL)
+    assert set(auto.item_meta["metric"]) == {"acc_norm"}
+    np.testing.assert_array_equal(auto.values, read_lm_eval(LM_EVAL, metric="acc_norm").values)
 
 
 def test_lm_eval_task_means_equal_harness_aggregates():
@@ -190,7 +194,7 @@ def test_lm_eval_task_means_equal_harness_aggregates():
 
 
 def test_lm_eval_tasks_argument_and_unknown_task():
-    matrix = read_lm_eval(LM_EVAL, tasks=["hellaswag"])
+    matrix = read_lm_eval(LM_EVAL, tasks=["hellaswag"], metric="acc")
     assert matrix.items.tolist() == ITEMS[4:]
     with pytest.raises(ValidationError, match=r"tasks not found .*: mmlu"):
         read_lm_eval(LM_EVAL, tasks=["mmlu"])
@@ -201,8 +205,8 @@ def test_lm_eval_folder_name_when_no_results_file(tmp_path):
         shutil.copytree(LM_EVAL / folder, tmp_path / folder)
     for results in tmp_path.rglob("results_*.json"):
         results.unlink()
-    matrix = read_lm_eval(tmp_path)
-    assert matrix.models.tolist() == ["EleutherAI__pythia-160m", "EleutherAI__pythia-70m"]
+    matrix = read_lm_eval(tmp_path)  # lm-eval's "__" for "/" is undone
+    assert matrix.models.tolist() == ["EleutherAI/pythia-160m", "EleutherAI/pythia-70m"]
 
 
 def test_lm_eval_results_file_named_by_output_path(tmp_path):
@@ -229,9 +233,10 @@ def test_lm_eval_missing_metric_names_file_and_key(tmp_path):
     with pytest.raises(ValidationError,
                        match=r"samples_arc_easy_.*\.jsonl: line 1 has no metric key 'acc' "
                              r"\(logged metrics: acc_norm\)") as info:
-        read_lm_eval(tmp_path)
+        read_lm_eval(tmp_path, metric="acc")
     assert "\n" not in str(info.value)
     assert read_lm_eval(tmp_path, metric="acc_norm").shape == (2, 1)
+    assert read_lm_eval(tmp_path).item_meta["metric"].tolist() == ["acc_norm"]
 
 
 def test_lm_eval_filters_and_metric_mapping(tmp_path):
@@ -249,8 +254,34 @@ def test_lm_eval_filters_and_metric_mapping(tmp_path):
         read_lm_eval(tmp_path, metric=metric)
     matrix = read_lm_eval(tmp_path, metric=metric, tasks=["gsm8k"], filter="strict-match")
     np.testing.assert_array_equal(matrix.values, [[0, 0], [1, 1]])
-    with pytest.raises(ValidationError, match="no metric given for task 'gsm8k'"):
-        read_lm_eval(tmp_path, metric={"arc_easy": "acc"})
+    # tasks not in the mapping get the automatic choice (exact_match for gsm8k)
+    auto = read_lm_eval(tmp_path, metric={"arc_easy": "acc"}, filter="flexible-extract")
+    assert dict(zip(auto.item_meta["group"], auto.item_meta["metric"], strict=True)) == {
+        "arc_easy": "acc", "gsm8k": "exact_match"}
+
+
+def test_lm_eval_older_format_one_row_per_filter_without_key(tmp_path):
+    """Older releases log each document once per filter with no 'filter' key."""
+    stamp = "2024-01-01T00-00-00.000000"
+    for model, (first, second) in {"m1": (0.0, 1.0), "m2": (1.0, 0.0)}.items():
+        rows = [{"doc_id": doc, "exact_match": v} for doc in range(3)
+                for v in (first, second)]
+        _write_samples(tmp_path / model / f"samples_gsm8k_{stamp}.jsonl", rows)
+    with pytest.warns(UserWarning, match="no 'filter' key.*took the first row"):
+        matrix = read_lm_eval(tmp_path, metric="exact_match")
+    np.testing.assert_array_equal(matrix.values, [[0, 0, 0], [1, 1, 1]])
+    with pytest.warns(UserWarning, match="filter 'flexible-extract' cannot be located"):
+        read_lm_eval(tmp_path, metric="exact_match", filter="flexible-extract")
+
+
+def test_lm_eval_doc_hash_mismatch_is_an_error(tmp_path):
+    stamp = "2024-01-01T00-00-00.000000"
+    for model, hashes in {"m1": ("h0", "h1"), "m2": ("h0", "other")}.items():
+        _write_samples(tmp_path / model / f"samples_arc_easy_{stamp}.jsonl",
+                       [{"doc_id": i, "acc": 1.0, "doc_hash": h} for i, h in enumerate(hashes)])
+    with pytest.raises(ValidationError, match=r"task 'arc_easy' doc 1: doc_hash differs "
+                                              r"between models 'm1' and 'm2'"):
+        read_lm_eval(tmp_path)
 
 
 def test_lm_eval_errors(tmp_path):
@@ -261,10 +292,12 @@ def test_lm_eval_errors(tmp_path):
     stamp = "2024-01-01T00-00-00.000000"
     _write_samples(tmp_path / "m" / f"samples_t_{stamp}.jsonl", [{"doc_id": 0, "acc": "high"}])
     with pytest.raises(ValidationError, match="not a finite number"):
+        read_lm_eval(tmp_path, metric="acc")
+    with pytest.raises(ValidationError, match="cannot choose a metric"):
         read_lm_eval(tmp_path)
     (tmp_path / "m" / f"samples_t_{stamp}.jsonl").write_text("{not json\n")
     with pytest.raises(ValidationError, match="line 1 is not valid JSON"):
-        read_lm_eval(tmp_path)
+        read_lm_eval(tmp_path, metric="acc")
 
 
 def test_lm_eval_single_model_needs_non_strict():
@@ -344,3 +377,43 @@ def test_shared_catalog_levels(shared_dir):
             assert matrix.kind == entry["scores"], name
             assert list(matrix.shape) == entry["shape"], name
             assert matrix.observed.mean() == pytest.approx(entry["observed"], abs=5e-3), name
+
+
+def test_lm_eval_options_through_the_cli(tmp_path):
+    """Both formats, a generative task with two filters and a multiple-choice task."""
+    from typer.testing import CliRunner
+
+    from coreval.cli import app
+
+    stamp = "2024-01-01T00-00-00.000000"
+    rng = np.random.default_rng(0)
+    for m in range(6):
+        model = tmp_path / f"org__model-{m}"
+        mc = [{"doc_id": i, "filter": "none", "metrics": ["acc", "acc_norm"],
+               "acc": float(rng.random() < 0.5), "acc_norm": float(rng.random() < 0.5)}
+              for i in range(4)]
+        _write_samples(model / f"samples_arc_easy_{stamp}.jsonl", mc)
+        gen = [{"doc_id": i, "filter": f, "metrics": ["exact_match"],
+                "exact_match": float(rng.random() < 0.5)}
+               for i in range(3) for f in ("strict-match", "flexible-extract")]
+        _write_samples(model / f"samples_gsm8k_{stamp}.jsonl", gen)
+    runner = CliRunner()
+    no_filter = runner.invoke(app, ["select", str(tmp_path), "--method", "random",
+                                    "--budget", "2"])
+    assert no_filter.exit_code == 2 and "several filters" in no_filter.output
+    ok = runner.invoke(app, ["select", str(tmp_path), "--method", "random", "--budget", "3",
+                             "--filter", "strict-match", "--metric", "arc_easy=acc"])
+    assert ok.exit_code == 0, ok.output
+    items = [line.split(",")[0] for line in ok.output.strip().splitlines()[1:]]
+    assert len(items) == 3 and all(i.split("/")[0] in ("arc_easy", "gsm8k") for i in items)
+    only = runner.invoke(app, ["select", str(tmp_path), "--method", "random", "--budget", "2",
+                               "--tasks", "arc_easy"])
+    assert only.exit_code == 0 and "gsm8k" not in only.output
+    both = runner.invoke(app, ["select", str(tmp_path), "--metric", "acc", "--metric",
+                               "arc_easy=acc_norm"])
+    assert both.exit_code == 2 and "not both" in both.output
+    # the same folder through load_matrix, with the metric chosen per task
+    m = load_matrix(tmp_path, lm_eval={"filter": "strict-match"})
+    assert m.models.tolist()[0] == "org/model-0"
+    assert dict(zip(m.item_meta["group"], m.item_meta["metric"], strict=True)) == {
+        "arc_easy": "acc_norm", "gsm8k": "exact_match"}

@@ -175,10 +175,45 @@ def _read_responses(path: Path):
     return pd.Series(scores.to_numpy(float), index=table["item"].astype(str))
 
 
-def _load(data: str, data_dir: Path | None):
+def _lm_eval_options(metric: list[str] | None, filter_: str | None,
+                     tasks: str | None) -> dict[str, object]:
+    """``--metric [TASK=]KEY``, ``--filter``, ``--tasks`` → :func:`read_lm_eval` options."""
+    options: dict[str, object] = {}
+    per_task: dict[str, str] = {}
+    for entry in metric or []:
+        task, sep, key = entry.partition("=")
+        if not sep:
+            options["metric"] = entry.strip()
+        elif not task.strip() or not key.strip():
+            raise CorevalError(f"--metric takes KEY or TASK=KEY, got {entry!r}")
+        else:
+            per_task[task.strip()] = key.strip()
+    if per_task:
+        if "metric" in options:
+            raise CorevalError("--metric: give either one KEY for every task or TASK=KEY "
+                               "entries (others get the automatic choice), not both")
+        options["metric"] = per_task
+    if filter_:
+        options["filter"] = filter_
+    if tasks:
+        options["tasks"] = _csv_list(tasks)
+    return options
+
+
+LmMetricOpt = Annotated[list[str] | None, typer.Option(
+    "--metric", help="lm-eval logs: per-sample metric, KEY for every task or TASK=KEY "
+    "(repeatable); default: acc_norm where a task logs it, else acc, else exact_match, ...")]
+LmFilterOpt = Annotated[str | None, typer.Option(
+    "--filter", help="lm-eval logs: the filter of tasks logged under several (e.g. "
+    "strict-match).")]
+LmTasksOpt = Annotated[str | None, typer.Option(
+    "--tasks", help="lm-eval logs: comma-separated tasks to read (default: all).")]
+
+
+def _load(data: str, data_dir: Path | None, lm_eval: dict | None = None):
     from coreval.data.io import load_matrix
 
-    return load_matrix(data, data_dir=data_dir)
+    return load_matrix(data, data_dir=data_dir, lm_eval=lm_eval)
 
 
 # Options shared by the commands that refit a method to score a new model (predict, report).
@@ -252,6 +287,9 @@ def compare(
         help="Run again the cells whose stored result is an error.")] = False,
     option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
+    lm_metric: LmMetricOpt = None,
+    lm_filter: LmFilterOpt = None,
+    lm_tasks: LmTasksOpt = None,
 ) -> None:
     """Run a grid of datasets × methods × budgets × source sizes × seeds.
 
@@ -264,7 +302,7 @@ def compare(
     _out_file(out)
     matrices, origin = {}, {}
     for d in data:
-        m = _load(d, data_dir)
+        m = _load(d, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
         key = m.name or Path(d).stem
         if key in matrices:
             raise CorevalError(f"datasets {origin[key]!r} and {d!r} are both named {key!r}; "
@@ -306,6 +344,9 @@ def select_cmd(
     out: Annotated[Path | None, typer.Option(help="CSV to write (item, position, weight).")] = None,
     option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
+    lm_metric: LmMetricOpt = None,
+    lm_filter: LmFilterOpt = None,
+    lm_tasks: LmTasksOpt = None,
 ) -> None:
     """Choose which items (or benchmarks) to run on a new model.
 
@@ -316,7 +357,7 @@ def select_cmd(
     from coreval.api import select
 
     _out_file(out)
-    fitted = select(_load(data, data_dir), method, budget, seed=seed, **_options(option))
+    fitted = select(_load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), method, budget, seed=seed, **_options(option))
     cs = fitted.coreset
     table = pd.DataFrame({"item": cs.items, "position": cs.indices,
                           "weight": cs.weights if cs.weights is not None else float("nan")})
@@ -342,6 +383,9 @@ def predict_cmd(
         "out-of-fold residuals with the selection redone in each fold).")] = "native",
     option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
+    lm_metric: LmMetricOpt = None,
+    lm_filter: LmFilterOpt = None,
+    lm_tasks: LmTasksOpt = None,
 ) -> None:
     """Predict a new model's full score (with a 90% interval) from its coreset responses.
 
@@ -351,7 +395,7 @@ def predict_cmd(
     from coreval.api import select
 
     series = _read_responses(responses)
-    fitted = select(_load(data, data_dir), method, budget, seed=seed, calibration=calibration,
+    fitted = select(_load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), method, budget, seed=seed, calibration=calibration,
                     **_options(option))
     pred = fitted.predict(series)
     result = {"method": method, "k": len(fitted.coreset), "score": float(pred.mean.ravel()[0]),
@@ -375,6 +419,9 @@ def fit_cmd(
     force: Annotated[bool, typer.Option(help="Replace a saved model in OUT (never anything "
                                         "else).")] = False,
     data_dir: DataDirOpt = None,
+    lm_metric: LmMetricOpt = None,
+    lm_filter: LmFilterOpt = None,
+    lm_tasks: LmTasksOpt = None,
 ) -> None:
     """Fit an IRT model and write models/NAME (posterior.nc, card.json, items.csv).
 
@@ -385,7 +432,8 @@ def fit_cmd(
     from coreval.irt.result import check_model_folder
 
     check_model_folder(out, force=force)  # before the fit, not after it
-    matrix = load_matrix(data, data_dir=data_dir)
+    matrix = load_matrix(data, data_dir=data_dir,
+                         lm_eval=_lm_eval_options(lm_metric, lm_filter, lm_tasks))
     result = fit(model, matrix, method=method, dims=dims, priors=priors, seed=seed)
     path = result.save(out, force=force)
     typer.echo(result.items.head(20).to_string(index=False))
@@ -419,6 +467,9 @@ def adapt_cmd(
     num_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of the fit.")] = 2000,
     seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="Seed.")] = 0,
     data_dir: DataDirOpt = None,
+    lm_metric: LmMetricOpt = None,
+    lm_filter: LmFilterOpt = None,
+    lm_tasks: LmTasksOpt = None,
 ) -> None:
     """Adaptive test of a new model: choose each next item from the posterior, stop when the
     full score's interval is narrow enough, print the score with its interval.
@@ -435,7 +486,7 @@ def adapt_cmd(
 
     if (responses is None) == (answer_cmd is None):
         raise CorevalError("give exactly one of --responses FILE or --answer-cmd CMD")
-    source = _load(data, data_dir)
+    source = _load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
     spec = IRTFitSpec(model=model, fit_method=fit_method, num_steps=num_steps)
     bank = ItemBank.from_fit(fit_source_irt(source, spec, seed=seed), source)
     exposure = None
@@ -513,6 +564,9 @@ def report_cmd(
     out: Annotated[Path, typer.Option(help="Card file: .md (Markdown) or .html (HTML).")] =
         Path("score_card.md"),
     data_dir: DataDirOpt = None,
+    lm_metric: LmMetricOpt = None,
+    lm_filter: LmFilterOpt = None,
+    lm_tasks: LmTasksOpt = None,
 ) -> None:
     """Write an uncertainty-aware score card (score, interval, rank, subtasks) for a new model.
 
@@ -522,7 +576,7 @@ def report_cmd(
     """
     from coreval.report.score_card import score_card
 
-    card = score_card(_load(data, data_dir), _read_responses(responses), method=method,
+    card = score_card(_load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), _read_responses(responses), method=method,
                       budget=budget, seed=seed, model_name=name, level=level, out=out)
     typer.echo(json.dumps(card.summary(), indent=2))
     typer.echo(f"score card written to {out}")

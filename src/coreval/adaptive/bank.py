@@ -90,6 +90,9 @@ class ItemBank:
         if c is not None:
             p = c[:, None, :] + (1.0 - c[:, None, :]) * p
         object.__setattr__(self, "probs", np.clip(p, 1e-9, 1.0 - 1e-9))  # (S, G, N)
+        # Criteria of the named rules before any answer: the same for every test of the
+        # bank, so computed once (next_items fills it).
+        object.__setattr__(self, "prior_criteria", {})
 
     @property
     def n_items(self) -> int:

@@ -176,7 +176,13 @@ def next_items(state: AdaptiveState, rule: str | Rule = "score", b: int = 1, *,
         from coreval.adaptive.estimate import _rng
 
         rng = _rng(state, 0)
-    criterion = np.asarray(get_rule(rule)(state), dtype=float)
+    if isinstance(rule, str) and state.n_asked == 0:
+        cache = state.bank.prior_criteria
+        if rule not in cache:
+            cache[rule] = np.asarray(get_rule(rule)(state), dtype=float)
+        criterion = cache[rule]
+    else:
+        criterion = np.asarray(get_rule(rule)(state), dtype=float)
     if criterion.shape != rest.shape:
         raise ValidationError(f"the rule returned {criterion.shape[0]} values for "
                               f"{len(rest)} unasked items")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,8 @@ def _resolve_name(source: str, data_dir: str | os.PathLike | None) -> Path:
 
 def load_matrix(source: str | os.PathLike | ScoreMatrix, *,
                 data_dir: str | os.PathLike | None = None, name: str | None = None,
-                kind: Kind | None = None, level: Level | None = None) -> ScoreMatrix:
+                kind: Kind | None = None, level: Level | None = None,
+                lm_eval: Mapping[str, Any] | None = None) -> ScoreMatrix:
     """Load a score matrix from a file, a folder of lm-eval logs or a dataset name.
 
     Parameters
@@ -112,6 +114,9 @@ def load_matrix(source: str | os.PathLike | ScoreMatrix, *,
     level : {"item", "benchmark"}, optional
         Column level; default from the catalog entry (e.g. ``benchmark`` for
         ``mteb``), else inferred (``.npz``) or ``item``.
+    lm_eval : mapping, optional
+        Options of :func:`coreval.data.lm_eval.read_lm_eval` for a folder of lm-eval
+        logs (``metric``, ``tasks``, ``filter``, ``strict``).
 
     Returns
     -------
@@ -148,7 +153,7 @@ def load_matrix(source: str | os.PathLike | ScoreMatrix, *,
         level = level or entry.get("level")
         kind = kind or _catalog_kind(entry)
     if path.is_dir():
-        return read_lm_eval(path, name=name, kind=kind)
+        return read_lm_eval(path, name=name, kind=kind, **dict(lm_eval or {}))
     suffix = path.suffix.lower()
     if suffix == ".npz":
         return read_npz(path, name=name, level=level, kind=kind)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,12 @@ import pandas as pd
 
 from coreval.data.matrix import Kind, ScoreMatrix
 from coreval.errors import ValidationError, preview
+
+#: Per-sample metrics chosen for a task when none is given (``metric="auto"``), in order of
+#: preference: the length-normalised accuracy where the task reports it (multiple choice),
+#: accuracy, then the exact match and overlap scores of generative tasks.
+METRIC_PREFERENCE: tuple[str, ...] = ("acc_norm", "acc", "exact_match", "em", "f1",
+                                      "pass@1", "bleu", "rouge1", "chrf")
 
 SAMPLES_PREFIX = "samples_"
 RESULTS_PREFIX = "results_"
@@ -125,7 +132,8 @@ def find_sample_files(directory: str | os.PathLike) -> list[SampleFile]:
 
     The model id of a samples file is the ``model_name`` (else the model in
     ``config.model_args``) of the results file with the same timestamp, else of
-    the newest results file in its folder, else the folder name.
+    the newest results file in its folder, else the folder name with ``__`` read as
+    ``/`` (lm-eval's own sanitising of model names).
     """
     root = Path(directory)
     if not root.is_dir():
@@ -146,19 +154,52 @@ def find_sample_files(directory: str | os.PathLike) -> list[SampleFile]:
             model = by_time[stamp]
         elif by_time:
             model = by_time[max(by_time)]
-        else:
-            model = folder.name
+        else:  # lm-eval names the folder after the model with "/" written as "__"
+            model = folder.name.replace("__", "/")
         out.append(SampleFile(path, model, task, stamp))
     return out
 
 
-def _metric_for(metric: str | Mapping[str, str], task: str) -> str:
-    if isinstance(metric, str):
-        return metric
-    if task not in metric:
-        raise ValidationError(f"no metric given for task {task!r}; metric mapping has "
-                              f"{preview(sorted(metric))}")
-    return metric[task]
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> ValidationError:
+    return ValidationError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                           "lm-eval writes its logs as UTF-8")
+
+
+def _first_sample(path: Path) -> dict:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    try:
+                        obj = json.loads(line)
+                    except json.JSONDecodeError:
+                        return {}
+                    return obj if isinstance(obj, dict) else {}
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from None
+    return {}
+
+
+def _auto_metric(path: Path) -> str:
+    """The metric of :data:`METRIC_PREFERENCE` that a samples file logs (the first one)."""
+    obj = _first_sample(path)
+    logged = [k for k in obj.get("metrics", []) if isinstance(k, str)] or [
+        k for k, v in obj.items() if isinstance(v, int | float) and not isinstance(v, bool)
+        and k not in ("doc_id",)]
+    for name in METRIC_PREFERENCE:
+        if name in logged and name in obj:
+            return name
+    if len(logged) == 1 and logged[0] in obj:
+        return logged[0]
+    raise ValidationError(f"{path}: cannot choose a metric among {preview(logged) or 'none'}; "
+                          "pass metric=<key> (CLI: --metric TASK=KEY)")
+
+
+def _metric_for(metric: str | Mapping[str, str], task: str, path: Path) -> str:
+    """The metric of ``task``: the mapping's entry, the given key, or the automatic choice."""
+    if isinstance(metric, Mapping):
+        metric = metric.get(task, "auto")
+    return _auto_metric(path) if metric == "auto" else metric
 
 
 def _read_samples(sample: SampleFile, metric: str, filter_name: str | None) -> pd.DataFrame:
@@ -167,8 +208,7 @@ def _read_samples(sample: SampleFile, metric: str, filter_name: str | None) -> p
     try:
         return _parse_samples(path, metric, filter_name)
     except UnicodeDecodeError as exc:
-        raise ValidationError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); "
-                              "lm-eval writes its logs as UTF-8") from None
+        raise _not_utf8(path, exc) from None
 
 
 def _parse_samples(path: Path, metric: str, filter_name: str | None) -> pd.DataFrame:
@@ -195,31 +235,75 @@ def _parse_samples(path: Path, metric: str, filter_name: str | None) -> pd.DataF
                                                        and math.isinf(value)):
                 raise ValidationError(f"{path}: metric {metric!r} of doc {obj['doc_id']} is not "
                                       f"a finite number: {str(value)[:40]}")
-            rows.append((str(obj["doc_id"]), obj.get("filter"), float(value)))
+            rows.append((str(obj["doc_id"]), obj.get("filter"), float(value),
+                         obj.get("doc_hash")))
     if not rows:
         raise ValidationError(f"{path}: no samples")
-    frame = pd.DataFrame(rows, columns=["doc_id", "filter", "score"])
+    frame = pd.DataFrame(rows, columns=["doc_id", "filter", "score", "doc_hash"])
     filters = [f for f in pd.unique(frame["filter"]) if f is not None]
-    if filter_name is not None:
-        if filters and filter_name not in filters:
+    if not filters and frame["doc_id"].duplicated().any():
+        frame = _first_row_per_doc(frame, path, filter_name)
+    if len(filters) > 1 and filter_name is not None:  # the filter matters only here
+        if filter_name not in filters:
             raise ValidationError(f"{path}: no samples with filter {filter_name!r}; it has "
                                   f"{preview(filters)}")
-        if filters:
-            frame = frame[frame["filter"] == filter_name]
+        frame = frame[frame["filter"] == filter_name]
     elif len(filters) > 1:
         raise ValidationError(f"{path}: samples logged under several filters "
                               f"({preview(filters)}); pass filter=<one of them>")
     dup = frame["doc_id"].duplicated()
     if dup.any():
         raise ValidationError(f"{path}: duplicate doc_id {preview(frame['doc_id'][dup].unique())}")
-    return frame[["doc_id", "score"]]
+    return frame[["doc_id", "score", "doc_hash"]]
+
+
+def _first_row_per_doc(frame: pd.DataFrame, path: Path, filter_name: str | None
+                       ) -> pd.DataFrame:
+    """Older lm-eval releases log one row per filter and doc without a ``filter`` key.
+
+    Every document must have the same number of rows (one per filter, in the task's
+    filter order); the first row (the task's first filter) is taken, with a warning that
+    says so, since a named filter cannot be located without the key.
+    """
+    counts = frame.groupby("doc_id", sort=False).size()
+    if counts.nunique() != 1:
+        raise ValidationError(f"{path}: duplicate doc_id {preview(counts.index[counts > 1])} "
+                              "with different numbers of rows and no 'filter' key")
+    skipped = (f"; filter {filter_name!r} cannot be located without the key"
+               if filter_name is not None else "")
+    warnings.warn(f"{path.name}: {int(counts.iloc[0])} rows per doc_id and no 'filter' key "
+                  f"(an older lm-eval release logs one row per filter); took the first row of "
+                  f"each document, the task's first filter{skipped}", UserWarning, stacklevel=4)
+    return frame.drop_duplicates("doc_id", keep="first")
+
+
+def _check_doc_hashes(long: pd.DataFrame) -> None:
+    """The same ``(task, doc_id)`` must be the same document for every model.
+
+    lm-eval logs ``doc_hash`` (a hash of the document); two models whose logs give one
+    ``doc_id`` different hashes were run on different task versions, and their answers
+    to that "item" are not comparable.
+    """
+    hashed = long.dropna(subset=["doc_hash"])
+    if hashed.empty:
+        return
+    counts = hashed.groupby(["task", "doc_id"])["doc_hash"].nunique()
+    bad = counts[counts > 1]
+    if len(bad):
+        task, doc = bad.index[0]
+        rows = hashed[(hashed["task"] == task) & (hashed["doc_id"] == doc)]
+        models = rows.drop_duplicates("doc_hash")["model"].tolist()[:2]
+        raise ValidationError(
+            f"task {task!r} doc {doc}: doc_hash differs between models {models[0]!r} and "
+            f"{models[1]!r} ({len(bad)} document(s) in all); were they run on different "
+            "versions of the task?")
 
 
 def _doc_sort_key(doc_id: str) -> tuple[int, int | str]:
     return (0, int(doc_id)) if doc_id.lstrip("-").isdigit() else (1, doc_id)
 
 
-def read_lm_eval(directory: str | os.PathLike, metric: str | Mapping[str, str] = "acc",
+def read_lm_eval(directory: str | os.PathLike, metric: str | Mapping[str, str] = "auto",
                  tasks: Iterable[str] | None = None, *, filter: str | None = None,
                  name: str | None = None, kind: Kind | None = None,
                  strict: bool = True) -> ScoreMatrix:
@@ -232,13 +316,15 @@ def read_lm_eval(directory: str | os.PathLike, metric: str | Mapping[str, str] =
         usually one sub-folder per model).
     metric : str or mapping
         Per-sample metric key (``"acc"``, ``"acc_norm"``, ``"exact_match"``, ...),
-        or a mapping task → key.
+        ``"auto"`` (the first of :data:`METRIC_PREFERENCE` that the task logs, chosen once
+        per task), or a mapping task → key (tasks not in it: ``"auto"``). The metric of
+        each task is in ``item_meta["metric"]``.
     tasks : iterable of str, optional
         Tasks to read (default: all found). Unknown tasks raise.
     filter : str, optional
         For tasks logged under several filters (e.g. ``"strict-match"``,
         ``"flexible-extract"``), the filter to read. Required when a file has
-        more than one filter.
+        more than one filter; tasks logged under one filter use it.
     name : str, optional
         Dataset name (default: the folder name).
     kind : {"binary", "continuous"}, optional
@@ -284,13 +370,16 @@ def read_lm_eval(directory: str | os.PathLike, metric: str | Mapping[str, str] =
         key = (sample.model, sample.task)
         if key not in newest or sample.timestamp > newest[key].timestamp:
             newest[key] = sample  # ISO timestamps order lexicographically by time
-    parts = []
+    parts, chosen = [], {}
     for (model, task), sample in newest.items():
-        frame = _read_samples(sample, _metric_for(metric, task), filter)
+        if task not in chosen:  # one metric per task, for every model
+            chosen[task] = _metric_for(metric, task, sample.path)
+        frame = _read_samples(sample, chosen[task], filter)
         frame.insert(0, "task", task)
         frame.insert(0, "model", model)
         parts.append(frame)
     long = pd.concat(parts, ignore_index=True)
+    _check_doc_hashes(long)
     task_rank = {t: i for i, t in enumerate(task_order)}
     columns = (long[["task", "doc_id"]].drop_duplicates()
                .assign(key=lambda d: [(task_rank[t], _doc_sort_key(i))
@@ -303,7 +392,8 @@ def read_lm_eval(directory: str | os.PathLike, metric: str | Mapping[str, str] =
     cols = pd.Index(items).get_indexer(long["task"] + "/" + long["doc_id"])
     values[rows, cols] = long["score"].to_numpy()
     item_meta = pd.DataFrame({"group": columns["task"].to_numpy(),
-                              "doc_id": columns["doc_id"].to_numpy()},
+                              "doc_id": columns["doc_id"].to_numpy(),
+                              "metric": [chosen[t] for t in columns["task"]]},
                              index=pd.Index(items, name="item"))
     return ScoreMatrix(values, models=models, items=items, kind=kind, level="item",
                        item_meta=item_meta, name=name or root.resolve().name, strict=strict)
