@@ -49,8 +49,13 @@ def test_select_is_deterministic_and_predict_aligns_by_id(small_matrix):
 def test_predict_rejects_unknown_and_missing_items(small_matrix):
     fitted = coreval.select(small_matrix, "random+", budget=5, seed=0)
     good = dict(zip(fitted.coreset.items, np.ones(5), strict=True))
-    with pytest.raises(coreval.ValidationError, match="not in the coreset: nope"):
+    with pytest.raises(coreval.ValidationError, match="not in the source data: nope"):
         fitted.predict({**good, "nope": 1.0})
+    # items of the source data outside the coreset are ignored, with a note
+    other = next(i for i in small_matrix.items if i not in set(fitted.coreset.items))
+    with pytest.warns(UserWarning, match="ignored responses to 1 item"):
+        extra = fitted.predict({**good, str(other): 0.0})
+    assert extra.mean == pytest.approx(fitted.predict(good).mean)
     with pytest.raises(coreval.ValidationError, match="lack coreset items"):
         fitted.predict(dict(list(good.items())[:3]))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import warnings
 from pathlib import Path
@@ -417,3 +418,32 @@ def test_lm_eval_options_through_the_cli(tmp_path):
     assert m.models.tolist()[0] == "org/model-0"
     assert dict(zip(m.item_meta["group"], m.item_meta["metric"], strict=True)) == {
         "arc_easy": "acc_norm", "gsm8k": "exact_match"}
+
+
+def test_predict_from_a_new_models_lm_eval_folder(tmp_path):
+    from typer.testing import CliRunner
+
+    from coreval.cli import app
+
+    stamp = "2024-01-01T00-00-00.000000"
+    rng = np.random.default_rng(1)
+    for m in range(8):
+        rows = [{"doc_id": i, "acc": float(rng.random() < 0.3 + 0.05 * m)} for i in range(30)]
+        folder = tmp_path / ("new" if m == 7 else "source") / f"org__model-{m}"
+        _write_samples(folder / f"samples_arc_easy_{stamp}.jsonl", rows)
+    import subprocess
+    import sys
+
+    # a real process, so that the CLI's one-line notes reach stderr (pytest records them)
+    result = subprocess.run([sys.executable, "-m", "coreval.cli", "predict",
+                             str(tmp_path / "source"), str(tmp_path / "new" / "org__model-7"),
+                             "--method", "random+", "--budget", "5"],
+                            capture_output=True, text=True, env={**os.environ,
+                                                                 "COREVAL_JAX_CACHE": "off"})
+    assert result.returncode == 0, result.stderr
+    notes = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(notes) == 1 and notes[0].startswith("note: ignored responses to 25 item(s)")
+    out = json.loads(result.stdout)
+    assert 0 <= out["lower"] <= out["score"] <= out["upper"] <= 1
+    two = CliRunner().invoke(app, ["predict", str(tmp_path / "source"), str(tmp_path / "source")])
+    assert two.exit_code == 2 and "logs of 7 models" in two.output

@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -27,6 +28,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _note(message, category, filename, lineno, line=None) -> str:
+    return f"note: {message}\n"
 
 
 def _print_version(value: bool) -> None:
@@ -53,6 +58,9 @@ def _setup(
     if quiet:
         os.environ["COREVAL_PROGRESS"] = "0"
     os.environ.setdefault("MPLBACKEND", "Agg")
+    # Warnings are notes for the user: one line each, each text once per run.
+    warnings.formatwarning = _note
+    warnings.filterwarnings("once", category=UserWarning)
     from coreval.jax_cache import enable_compilation_cache
 
     enable_compilation_cache()
@@ -148,13 +156,25 @@ OptionsOpt = Annotated[list[str] | None, typer.Option(
     "an option the method does not accept is an error listing the accepted ones.")]
 
 
-def _read_responses(path: Path):
-    """A new model's responses: a CSV with columns item, score -> Series indexed by item id."""
+def _read_responses(path: Path, lm_eval: dict | None = None):
+    """A new model's responses -> Series indexed by item id.
+
+    A CSV with columns item, score, or a folder of the new model's lm-eval logs (its
+    items are ``task/doc_id``, as in a matrix read from logs).
+    """
     import pandas as pd
 
     if path.is_dir():
-        raise CorevalError(f"{path} is a folder; give the new model's responses as a CSV "
-                           "with columns item, score")
+        from coreval.data.lm_eval import read_lm_eval
+
+        logs = read_lm_eval(path, **{**(lm_eval or {}), "strict": False})
+        if logs.n_models != 1:
+            raise CorevalError(f"{path} holds the logs of {logs.n_models} models "
+                               f"({', '.join(map(str, logs.models[:3]))}); give one model's "
+                               "folder")
+        row = logs.values[0]
+        keep = ~np.isnan(row)
+        return pd.Series(row[keep], index=logs.items[keep].astype(str))
     try:
         table = pd.read_csv(path, dtype={"item": str})
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -217,7 +237,9 @@ def _load(data: str, data_dir: Path | None, lm_eval: dict | None = None):
 
 
 # Options shared by the commands that refit a method to score a new model (predict, report).
-ResponsesArg = Annotated[Path, typer.Argument(help="CSV of the new model: columns item, score.")]
+ResponsesArg = Annotated[Path, typer.Argument(
+    help="The new model's responses: CSV with columns item, score, or a folder of its "
+    "lm-eval logs (items outside the coreset are ignored).")]
 RefitMethodOpt = Annotated[str, typer.Option(help="Method name (same as used for select).")]
 RefitBudgetOpt = Annotated[float, typer.Option(help="Same budget as used for select.")]
 RefitSeedOpt = Annotated[int, typer.Option(min=0, max=2**32 - 1,
@@ -394,7 +416,8 @@ def predict_cmd(
     """
     from coreval.api import select
 
-    series = _read_responses(responses)
+    lm = _lm_eval_options(lm_metric, lm_filter, lm_tasks)
+    series = _read_responses(responses, lm)
     fitted = select(_load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), method, budget, seed=seed, calibration=calibration,
                     **_options(option))
     pred = fitted.predict(series)
@@ -491,7 +514,7 @@ def adapt_cmd(
     bank = ItemBank.from_fit(fit_source_irt(source, spec, seed=seed), source)
     exposure = None
     if responses is not None:
-        recorded = _read_responses(responses)
+        recorded = _read_responses(responses, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
         known = set(bank.items)
         unknown = [i for i in recorded.index if i not in known]
         if unknown:
@@ -576,7 +599,7 @@ def report_cmd(
     """
     from coreval.report.score_card import score_card
 
-    card = score_card(_load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), _read_responses(responses), method=method,
+    card = score_card(_load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), _read_responses(responses, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), method=method,
                       budget=budget, seed=seed, model_name=name, level=level, out=out)
     typer.echo(json.dumps(card.summary(), indent=2))
     typer.echo(f"score card written to {out}")

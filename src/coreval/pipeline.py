@@ -21,6 +21,7 @@ here because a new model only answers the final coreset, not the folds' coresets
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -83,6 +84,7 @@ class FittedMethod:
     calibration: Calibration = "native"
     cv_residuals: np.ndarray | None = None
     clip01: bool = False
+    source_items: np.ndarray | None = None
 
     def responses_from(self, responses: Mapping[str, float] | pd.Series | np.ndarray) -> np.ndarray:
         """Align a new model's responses (by item id, or an array in coreset order) to the coreset."""
@@ -109,10 +111,17 @@ class FittedMethod:
                 f"duplicate item ids in responses: {preview(series.index[series.index.duplicated()])}"
             )
         wanted = set(self.coreset.items.astype(str))
-        unknown = [i for i in series.index if i not in wanted]
+        known = wanted if self.source_items is None else set(self.source_items.astype(str))
+        unknown = [i for i in series.index if i not in known and i not in wanted]
         if unknown:
-            raise ValidationError(f"responses name items that are not in the coreset: "
+            raise ValidationError(f"responses name items that are not in the source data: "
                                   f"{preview(unknown)}")
+        extra = [i for i in series.index if i not in wanted]
+        if extra:  # e.g. a whole lm-eval log of the new model: only the coreset is used
+            warnings.warn(f"ignored responses to {len(extra)} item(s) outside the coreset of "
+                          f"{len(wanted)} (e.g. {preview(extra, 3)})", UserWarning,
+                          stacklevel=3)
+            series = series[[i in wanted for i in series.index]]
         missing = [i for i in self.coreset.items.astype(str) if i not in series.index]
         if missing and not self.predictor.allows_missing_responses:
             raise ValidationError(f"responses lack coreset items: {preview(missing)}")
@@ -218,7 +227,8 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
     t2 = time.perf_counter()
     return FittedMethod(method, selector, predictor, selector.coreset_,
                         seconds={"select": t1 - t0, "fit": t2 - t1}, calibration=calibration,
-                        cv_residuals=residuals, clip01=source.is_binary)
+                        cv_residuals=residuals, clip01=source.is_binary,
+                        source_items=np.asarray(source.items).astype(str))
 
 
 def fold_refit(method: Method, k: int, *, seed: int, cache: FitCache | None,
