@@ -237,7 +237,8 @@ def test_unreadable_responses_are_one_line(npz, tmp_path):
     latin = tmp_path / "latin.csv"
     latin.write_bytes(b"item,score\n\xe9\xe8,1\n")
     _one_line_error(runner.invoke(app, ["predict", str(npz), str(latin)]), "latin.csv")
-    _one_line_error(runner.invoke(app, ["predict", str(npz), str(tmp_path)]), "folder")
+    _one_line_error(runner.invoke(app, ["predict", str(npz), str(tmp_path)]),
+                    "no lm-eval sample files")
     inf = tmp_path / "inf.csv"
     fitted = coreval.select(load_matrix(npz), "random++", 0.1, seed=0)
     pd.DataFrame({"item": fitted.coreset.items, "score": np.inf}).to_csv(inf, index=False)
