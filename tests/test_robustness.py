@@ -305,3 +305,39 @@ def test_lm_eval_log_that_is_not_utf8_is_one_line(tmp_path):
     (tmp_path / "samples_arc_2024-01-01T00-00-00.jsonl").write_bytes(
         b'{"doc_id": 0, "acc": 1.0, "doc": "\xe9"}\n')
     _one_line_error(runner.invoke(app, ["select", str(tmp_path)]), "not UTF-8")
+
+
+# ----------------------------------------------------------------- small data
+def test_too_few_source_models_names_methods_that_run(binary):
+    with pytest.raises(ValidationError, match=r"random\+\+: .*needs at least 3 source models, "
+                                              r"got 2; methods that run with 2 .*random"):
+        coreval.select(binary.take([0, 1]), "random++", 5)
+
+
+def test_vacuous_interval_and_few_models_are_flagged(tmp_path, binary):
+    from coreval.report.score_card import score_card
+
+    few = binary.take(np.arange(7))
+    fitted = coreval.select(few, "random+", 3, seed=0)
+    responses = dict(zip(fitted.coreset.items, [1.0, 0.0, 1.0], strict=True))
+    card = score_card(few, responses, method="random+", budget=3, fitted=fitted)
+    text = " ".join(card.notes)
+    assert "only 7 source models" in text
+    npz = tmp_path / "few.npz"
+    write_npz(few, npz)
+    csv = tmp_path / "r.csv"
+    pd.DataFrame({"item": list(responses), "score": list(responses.values())}).to_csv(
+        csv, index=False)
+    result = runner.invoke(app, ["predict", str(npz), str(csv), "--method", "random+",
+                                 "--budget", "3"])
+    assert result.exit_code == 0, result.output
+    assert "note: only 7 source models" in result.output
+
+
+def test_small_data_caveats_rules():
+    from coreval.report.score_card import small_data_caveats
+
+    assert small_data_caveats(50, 0.4, 0.5) == []
+    assert any("nearly vacuous" in c for c in small_data_caveats(50, 0.1, 0.8))
+    assert any("only 5 source models" in c for c in small_data_caveats(5, 0.4, 0.5))
+    assert any("nearly vacuous" in c for c in small_data_caveats(50, 10, 80, (0, 100)))

@@ -424,6 +424,13 @@ def predict_cmd(
     result = {"method": method, "k": len(fitted.coreset), "score": float(pred.mean.ravel()[0]),
               "lower": float(pred.lower.ravel()[0]), "upper": float(pred.upper.ravel()[0]),
               "level": pred.level, "interval": pred.interval}
+    from coreval.report.score_card import small_data_caveats
+
+    caveats = small_data_caveats(fitted.n_source, result["lower"], result["upper"])
+    for caveat in caveats:
+        typer.echo(f"note: {caveat}", err=True)
+    if caveats:
+        result["caveats"] = caveats
     typer.echo(json.dumps(result, indent=2))
 
 

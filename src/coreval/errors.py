@@ -16,6 +16,20 @@ class ValidationError(CorevalError, ValueError):
     """Input data or arguments are invalid (shape, NaN, ids, ranges, budgets)."""
 
 
+class TooFewModelsError(ValidationError):
+    """Fewer source models than a selector or predictor needs.
+
+    Attributes
+    ----------
+    needed, got : int
+    """
+
+    def __init__(self, message: str, *, needed: int, got: int) -> None:
+        super().__init__(message)
+        self.needed = needed
+        self.got = got
+
+
 class UnknownMethodError(CorevalError, KeyError):
     """A method, selector, predictor or model name is not registered."""
 

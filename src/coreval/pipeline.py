@@ -41,7 +41,7 @@ from coreval.base import (
 from coreval.base.checks import check_seed
 from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
-from coreval.errors import ValidationError, preview
+from coreval.errors import TooFewModelsError, ValidationError, preview
 from coreval.methods.registry import Method
 
 Calibration = Literal["native", "cv"]
@@ -85,6 +85,7 @@ class FittedMethod:
     cv_residuals: np.ndarray | None = None
     clip01: bool = False
     source_items: np.ndarray | None = None
+    n_source: int = 0
 
     def responses_from(self, responses: Mapping[str, float] | pd.Series | np.ndarray) -> np.ndarray:
         """Align a new model's responses (by item id, or an array in coreset order) to the coreset."""
@@ -216,10 +217,16 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
     cache = FitCache() if cache is None else cache
     refit = fold_refit(method, k, seed=seed, cache=cache, options=options)
     t0 = time.perf_counter()
-    selector = method.make_selector(k=k, seed=seed, **options).fit(source, cache=cache)
-    t1 = time.perf_counter()
-    predictor = method.make_predictor(seed=seed, **options).fit(
-        source, selector.coreset_, cache=cache, refit=refit)
+    try:
+        selector = method.make_selector(k=k, seed=seed, **options).fit(source, cache=cache)
+        t1 = time.perf_counter()
+        predictor = method.make_predictor(seed=seed, **options).fit(
+            source, selector.coreset_, cache=cache, refit=refit)
+    except TooFewModelsError as err:
+        runnable = methods_for(err.got, method.task)
+        raise TooFewModelsError(
+            f"{method.name}: {err}; methods that run with {err.got} source models: "
+            f"{preview(runnable, 6) or 'none'}", needed=err.needed, got=err.got) from None
     residuals = None
     if calibration == "cv":
         oof = out_of_fold(source, refit, folds=folds, seed=seed, desc=f"{method.name} CV")
@@ -228,7 +235,32 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
     return FittedMethod(method, selector, predictor, selector.coreset_,
                         seconds={"select": t1 - t0, "fit": t2 - t1}, calibration=calibration,
                         cv_residuals=residuals, clip01=source.is_binary,
-                        source_items=np.asarray(source.items).astype(str))
+                        source_items=np.asarray(source.items).astype(str),
+                        n_source=source.n_models)
+
+
+def _needs(component: Any) -> int:
+    cls = component.cls if hasattr(component, "cls") else component
+    return int(getattr(cls, "min_source_models", 2)) if getattr(
+        cls, "uses_source_models", True) is not False else 0
+
+
+def methods_for(n_source: int, task: str = "score") -> list[str]:
+    """Registered methods of ``task`` whose selector and predictor accept ``n_source`` models.
+
+    A hint for error messages: it reads the components' declared ``min_source_models``
+    (other requirements, such as binary data, are not checked).
+    """
+    from coreval.methods import Choice, available_methods, get_method
+
+    out = []
+    for name in available_methods(task):
+        m = get_method(name)
+        sel = m.selector.choices[m.selector.default] if isinstance(m.selector, Choice) \
+            else m.selector
+        if max(_needs(sel), _needs(m.predictor)) <= n_source:
+            out.append(name)
+    return out
 
 
 def fold_refit(method: Method, k: int, *, seed: int, cache: FitCache | None,

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from coreval.data.matrix import ScoreMatrix
-from coreval.errors import ValidationError
+from coreval.errors import TooFewModelsError, ValidationError
 
 
 def resolve_budget(budget: float | int, n_columns: int) -> int:
@@ -105,9 +105,9 @@ def check_source(source: ScoreMatrix, *, min_models: int = 2, binary: bool = Fal
     if not isinstance(source, ScoreMatrix):
         raise ValidationError(f"{who} expects a ScoreMatrix, got {type(source).__name__}")
     if source.n_models < min_models:
-        raise ValidationError(
-            f"{who} needs at least {min_models} source models, got {source.n_models}"
-        )
+        raise TooFewModelsError(
+            f"{who} needs at least {min_models} source models, got {source.n_models}",
+            needed=min_models, got=source.n_models)
     if binary and not source.is_binary:
         observed = source.values[source.observed]
         bad = np.unique(observed[~np.isin(observed, (0.0, 1.0))])[:5]

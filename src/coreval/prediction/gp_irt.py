@@ -179,6 +179,9 @@ class GPIRTPredictor(PIRTPredictor):
     Polo et al. (2024), tinyBenchmarks (gp-IRT); mRMR paper, appendix G.1 (λ).
     """
 
+    #: λ's validation fit holds out every 5th source model and needs two to fit on.
+    min_source_models = 3
+
     def _fit_extra(self, source: ScoreMatrix, coreset: Coreset) -> None:
         self.bias_ = validation_bias(source, self.irt_spec_, seed=self.seed,
                                      theta_bounds=self.theta_bounds, cache=self.cache_,

@@ -45,6 +45,31 @@ from coreval.report.calibration import intervals_from_draws, normal_sd
 NORMAL_DRAWS = 4000
 
 
+#: Fewer source models than this: every interval rests on little data (flagged).
+FEW_SOURCE_MODELS = 10
+#: An interval wider than this share of the score range says little (flagged as vacuous).
+VACUOUS_SHARE = 0.5
+
+
+def small_data_caveats(n_source: int, lower: float, upper: float,
+                       score_range: tuple[float, float] = (0.0, 1.0)) -> list[str]:
+    """Plain-language warnings for a prediction made from little data.
+
+    Flags fewer than :data:`FEW_SOURCE_MODELS` source models, and an interval that spans
+    more than :data:`VACUOUS_SHARE` of the score range (then a rank or P(better) computed
+    from it says little).
+    """
+    out = []
+    if n_source < FEW_SOURCE_MODELS:
+        out.append(f"only {n_source} source models: the prediction and its interval rest on "
+                   "few models; evaluate more models fully or treat the numbers as rough")
+    span = float(score_range[1] - score_range[0])
+    if span > 0 and (upper - lower) >= VACUOUS_SHARE * span:
+        out.append(f"the interval spans {100 * (upper - lower) / span:.0f}% of the score "
+                   "range: it is nearly vacuous, and so are the rank and P(better) below")
+    return out
+
+
 @dataclass
 class ScoreCard:
     """A new model's predicted score with its uncertainty.
@@ -339,6 +364,10 @@ def score_card(source: ScoreMatrix, responses: Mapping[str, float] | pd.Series |
                      "interval")
     notes.append(f"reference models: {source.n_models} source models of {source.name or 'the data'}"
                  "; their scores are treated as exact")
+    lo, hi = (float(np.nanmin(source.values)), float(np.nanmax(source.values)))
+    score_range = (0.0, 1.0) if source.is_binary or (lo >= 0 and hi <= 1) else (lo, hi)
+    notes[:0] = [f"**caution**: {c}" for c in small_data_caveats(
+        source.n_models, float(pred.lower[0]), float(pred.upper[0]), score_range)]
     card = ScoreCard(model=model_name, dataset=source.name or "benchmark",
                      method=fitted.method.name, k=len(fitted.coreset), n_items=source.n_items,
                      n_reference=source.n_models, prediction=pred, uncertainty=uncertainty,
