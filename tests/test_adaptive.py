@@ -259,3 +259,29 @@ def test_cli_adapt_drives_an_answering_command(tmp_path):
     assert json.loads(replay.output)["items_used"] == used[0]
     both = runner.invoke(app, ["adapt", str(tmp_path / "src.npz")])
     assert both.exit_code == 2 and "exactly one of" in both.output
+
+
+# ----------------------------------------------------------------- in the harness
+def test_adaptive_methods_run_in_the_harness_on_the_same_splits(tmp_path):
+    from coreval.data.simulate import simulate
+    from coreval.harness import run_grid
+
+    m = simulate(90, 120, seed=31).matrix
+    df = run_grid({"sim": m}, ["cat-score", "cat-fisher", "random+"], [10], n_source=(60,),
+                  seeds=[0], split="random", out=tmp_path / "r.parquet", progress=False,
+                  method_options={"cat-score": {"fit_method": "map", "num_steps": 300,
+                                                "num_draws": 30},
+                                  "cat-fisher": {"fit_method": "map", "num_steps": 300,
+                                                 "num_draws": 30}})
+    assert df["error"].isna().all(), df["error"].tolist()
+    rows = df.set_index("method")
+    assert (rows["k"] == 10).all() and (rows["n_target"] == 30).all()
+    # the target-aware rule beats a random coreset with ridge on the same split
+    assert rows.loc["cat-score", "rmse"] < rows.loc["random+", "rmse"]
+    for name in ("cat-score", "cat-fisher"):
+        assert np.isfinite(rows.loc[name, "rmse"])
+        assert 0.6 <= rows.loc[name, "coverage90"] <= 1.0
+    with pytest.raises(Exception, match="fixes rule"):
+        run_grid({"sim": m}, ["cat-score"], [10], seeds=[0], split="random",
+                 out=tmp_path / "s.parquet", progress=False,
+                 method_options={"cat-score": {"rule": "kl"}})

@@ -55,6 +55,9 @@ class Coreset:
         False for cold-start selectors that never read source-model scores.
     linear_fit : LinearFit or None
         The selector's own linear model on the coreset (lasso), for its predictor.
+    max_items : int or None
+        For an adaptive test: the coreset is the bank the test may draw from, and a
+        target model answers at most this many of its items (the budget).
     details : mapping
         Diagnostics for people and reports (scores, timings, cluster sizes). No
         code path reads them to compute a prediction.
@@ -66,6 +69,7 @@ class Coreset:
     method: str = ""
     uses_source_models: bool = True
     linear_fit: LinearFit | None = None
+    max_items: int | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -74,7 +78,7 @@ class Coreset:
     @classmethod
     def from_indices(cls, source: ScoreMatrix, indices, *, weights=None, method: str = "",
                      uses_source_models: bool = True, linear_fit: LinearFit | None = None,
-                     **details: Any) -> Coreset:
+                     max_items: int | None = None, **details: Any) -> Coreset:
         """Build a coreset from column positions of ``source`` (duplicates are an error).
 
         Keyword arguments other than the fields go to :attr:`details`.
@@ -89,4 +93,4 @@ class Coreset:
             raise ValidationError(f"{w.shape[0]} weights for {idx.shape[0]} coreset columns")
         return cls(indices=idx, items=source.items[idx], weights=w, method=method,
                    uses_source_models=uses_source_models, linear_fit=linear_fit,
-                   details=dict(details))
+                   max_items=max_items, details=dict(details))

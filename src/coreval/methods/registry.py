@@ -42,6 +42,7 @@ BUILTIN_FAMILIES: tuple[str, ...] = (
     "coreval.methods.gaussian",
     "coreval.methods.simba",
     "coreval.methods.scales",
+    "coreval.methods.adaptive",
 )
 
 #: Parameters the framework sets itself (never user options).
