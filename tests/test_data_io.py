@@ -442,7 +442,11 @@ def test_predict_from_a_new_models_lm_eval_folder(tmp_path):
                                                                  "COREVAL_JAX_CACHE": "off"})
     assert result.returncode == 0, result.stderr
     notes = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(notes) == 1 and notes[0].startswith("note: ignored responses to 25 item(s)")
+    # one note for the ignored items, then the two small-data caveats (7 source models)
+    assert notes[0].startswith("note: ignored responses to 25 item(s)")
+    assert len(notes) == 3
+    assert notes[1].startswith("note: only 7 source models")
+    assert "nearly vacuous" in notes[2]
     out = json.loads(result.stdout)
     assert 0 <= out["lower"] <= out["score"] <= out["upper"] <= 1
     two = CliRunner().invoke(app, ["predict", str(tmp_path / "source"), str(tmp_path / "source")])
