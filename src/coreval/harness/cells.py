@@ -1,0 +1,221 @@
+"""Held-out-cell evaluation of matrix completion (the protocol of BenchPress, section 4.2).
+
+The unit is a held-out *cell* of a benchmark-level score matrix, not a held-out model. A fold
+file lists, per fold, the ``(row, column)`` cells to hide; every other observed cell is
+training data. A completer maps the training matrix to a :class:`~coreval.lowrank.Completion`
+of every cell; the fold's metrics are computed on its hidden cells:
+
+* ``medae`` (median absolute error, score points), ``mae``;
+* ``coverage90`` (share of hidden cells inside the central 90 % interval) and ``width90``
+  (median interval width over the hidden cells);
+* pairwise ranking accuracy at a margin (:func:`ranking_pairs`): per benchmark, its
+  leaderboard is completed with the true scores of the training cells and the predictions of
+  the hidden cells; every pair of models with at least one hidden cell and a true gap of at
+  least ``margin`` points counts, and is correct when the predicted order is the true one
+  (predicted ties are wrong). Counts are pooled over folds per benchmark; the headline is the
+  median over benchmarks (``compute_ranking_accuracy`` of the authors'
+  ``benchpress/evaluation_harness.py`` with ``aggregation="pool"``, summarised as in
+  ``experiments/sec5_findings/ranking_preservation/run.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from coreval._progress import progress
+from coreval.errors import ValidationError
+from coreval.lowrank.complete import Completion
+
+#: ``completer(train_values) -> Completion`` of every cell (native scales).
+Completer = Callable[[np.ndarray], Completion]
+
+
+class CellFold(NamedTuple):
+    """One fold of a held-out-cell protocol.
+
+    Attributes
+    ----------
+    seed, fold : int
+        Labels from the fold file.
+    rows, cols : ndarray of int
+        The held-out cells.
+    """
+
+    seed: int
+    fold: int
+    rows: np.ndarray
+    cols: np.ndarray
+
+
+def read_cell_folds(path: str | Path, shape: tuple[int, int] | None = None) -> list[CellFold]:
+    """Read a fold file: ``{"folds": [{"seed", "fold", "test_cells": [[row, col], ...]}]}``.
+
+    Parameters
+    ----------
+    path : str or Path
+        JSON file (the BenchPress ``folds_s10_f3_bs42_ms1.json`` layout).
+    shape : (n_rows, n_cols), optional
+        Matrix shape; every cell must lie inside it.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ValidationError(f"fold file {path} does not exist") from None
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"fold file {path} is not valid JSON: {exc}") from None
+    records = data.get("folds") if isinstance(data, dict) else None
+    if not isinstance(records, list) or not records:
+        raise ValidationError(f"fold file {path} has no 'folds' list")
+    folds = []
+    for k, rec in enumerate(records):
+        cells = np.asarray(rec.get("test_cells", []) if isinstance(rec, dict) else [])
+        if cells.ndim != 2 or cells.shape[1] != 2 or cells.shape[0] == 0:
+            raise ValidationError(f"fold {k} of {path} needs a non-empty 'test_cells' list of "
+                                  "[row, column] pairs")
+        if not np.issubdtype(cells.dtype, np.integer):
+            raise ValidationError(f"fold {k} of {path}: cells must be integer indices")
+        if shape is not None and ((cells < 0).any() or (cells[:, 0] >= shape[0]).any()
+                                  or (cells[:, 1] >= shape[1]).any()):
+            raise ValidationError(f"fold {k} of {path} has cells outside the {shape[0]} x "
+                                  f"{shape[1]} matrix")
+        folds.append(CellFold(int(rec.get("seed", 0)), int(rec.get("fold", k)),
+                              cells[:, 0].astype(np.intp), cells[:, 1].astype(np.intp)))
+    return folds
+
+
+def ranking_pairs(actual: np.ndarray, predicted: np.ndarray, heldout: np.ndarray,
+                  margin: float) -> tuple[int, int]:
+    """Scored and correctly ordered pairs of one leaderboard (see the module docstring).
+
+    Parameters
+    ----------
+    actual, predicted : ndarray of shape (n,)
+        True and completed scores of the models observed on one benchmark.
+    heldout : ndarray of bool, shape (n,)
+        Models whose cell was hidden (their ``predicted`` is a prediction).
+    margin : float
+        Smallest true gap of a scored pair.
+
+    Returns
+    -------
+    (n_pairs, n_correct) : tuple of int
+    """
+    ok = np.isfinite(actual) & np.isfinite(predicted)
+    a, p, h = actual[ok], predicted[ok], heldout[ok]
+    i, j = np.triu_indices(a.size, k=1)
+    gap = a[i] - a[j]
+    scored = (h[i] | h[j]) & (gap != 0) & (np.abs(gap) >= margin)
+    correct = np.sign(p[i] - p[j]) == np.sign(gap)
+    return int(scored.sum()), int((scored & correct).sum())
+
+
+def _fold_metrics(values: np.ndarray, fold: CellFold, comp: Completion,
+                  margin: float) -> tuple[dict, dict[int, tuple[int, int]]]:
+    y = values[fold.rows, fold.cols]
+    pred = comp.mean[fold.rows, fold.cols]
+    lo, hi = comp.lower[fold.rows, fold.cols], comp.upper[fold.rows, fold.cols]
+    err = np.abs(pred - y)
+    has_interval = np.isfinite(lo).all() and np.isfinite(hi).all()
+    pairs: dict[int, tuple[int, int]] = {}
+    for col in np.unique(fold.cols):
+        models = np.flatnonzero(~np.isnan(values[:, col]))
+        held = np.zeros(values.shape[0], dtype=bool)
+        held[fold.rows[fold.cols == col]] = True
+        completed = np.where(held, comp.mean[:, col], values[:, col])
+        pairs[int(col)] = ranking_pairs(values[models, col], completed[models],
+                                        held[models], margin)
+    n_pairs = np.array([v[0] for v in pairs.values()])
+    n_ok = np.array([v[1] for v in pairs.values()])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = n_ok / n_pairs
+    row = {"seed": fold.seed, "fold": fold.fold, "n_cells": int(y.size),
+           "medae": float(np.median(err)), "mae": float(np.mean(err)),
+           "coverage90": float(np.mean((y >= lo) & (y <= hi))) if has_interval else np.nan,
+           "width90": float(np.median(hi - lo)) if has_interval else np.nan,
+           "rank_acc_fold": float(np.nanmedian(acc)) if np.isfinite(acc).any() else np.nan}
+    return row, pairs
+
+
+def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Completer, *,
+                   margin: float = 5.0, show_progress: bool | None = None,
+                   ) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
+    """Run a completer on every fold and score its held-out cells.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_models, n_benchmarks)
+        The full observed matrix (NaN = unobserved).
+    folds : list of CellFold
+        From :func:`read_cell_folds`; every held-out cell must be observed.
+    completer : callable
+        ``completer(train_values) -> Completion``.
+    margin : float
+        Margin of the pairwise ranking accuracy (score points).
+    show_progress : bool, optional
+        Progress bar (default: see :func:`coreval._progress.progress_enabled`).
+
+    Returns
+    -------
+    per_fold : DataFrame
+        One row per fold: ``seed, fold, n_cells, medae, mae, coverage90, width90,
+        rank_acc_fold`` (median over benchmarks within the fold) and ``seconds``.
+    summary : dict
+        Medians over folds of the per-fold metrics (``medae``, ``mae``, ``coverage90``,
+        ``width90``, ``seconds``), the fold range of ``medae``, ``medae_mean``, the pooled
+        ``medae_pooled``, ``coverage90_pooled`` and ``width90_pooled`` (over all held-out
+        cells), and ``rank_acc`` (pairs pooled over folds per benchmark, median over
+        benchmarks).
+    cells : DataFrame
+        Every held-out prediction: ``seed, fold, row, col, actual, predicted, lower, upper``.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    rows, all_pairs, cell_frames = [], {}, []
+    for fold in progress(folds, desc="cell folds", show=show_progress):
+        if np.isnan(values[fold.rows, fold.cols]).any():
+            raise ValidationError(f"fold (seed {fold.seed}, fold {fold.fold}) holds out "
+                                  "unobserved cells")
+        train = values.copy()
+        train[fold.rows, fold.cols] = np.nan
+        start = time.perf_counter()
+        comp = completer(train)
+        seconds = time.perf_counter() - start
+        if comp.mean.shape != values.shape:
+            raise ValidationError(f"completer returned shape {comp.mean.shape}, expected "
+                                  f"{values.shape}")
+        row, pairs = _fold_metrics(values, fold, comp, margin)
+        row["seconds"] = seconds
+        rows.append(row)
+        for col, (n, ok) in pairs.items():
+            tot = all_pairs.get(col, (0, 0))
+            all_pairs[col] = (tot[0] + n, tot[1] + ok)
+        cell_frames.append(pd.DataFrame({
+            "seed": fold.seed, "fold": fold.fold, "row": fold.rows, "col": fold.cols,
+            "actual": values[fold.rows, fold.cols],
+            "predicted": comp.mean[fold.rows, fold.cols],
+            "lower": comp.lower[fold.rows, fold.cols],
+            "upper": comp.upper[fold.rows, fold.cols]}))
+    per_fold = pd.DataFrame(rows)
+    cells = pd.concat(cell_frames, ignore_index=True)
+    acc = [ok / n for n, ok in all_pairs.values() if n > 0]
+    summary = {key: float(per_fold[key].median())
+               for key in ("medae", "mae", "coverage90", "width90", "rank_acc_fold", "seconds")}
+    summary.update({
+        "medae_mean": float(per_fold["medae"].mean()),
+        "medae_min": float(per_fold["medae"].min()),
+        "medae_max": float(per_fold["medae"].max()),
+        "medae_pooled": float(np.median(np.abs(cells["predicted"] - cells["actual"]))),
+        "coverage90_pooled": float(np.mean((cells["actual"] >= cells["lower"])
+                                           & (cells["actual"] <= cells["upper"]))),
+        "width90_pooled": float(np.median(cells["upper"] - cells["lower"])),
+        "rank_acc": float(np.median(acc)) if acc else float("nan"),
+        "n_folds": len(folds),
+    })
+    return per_fold, summary, cells

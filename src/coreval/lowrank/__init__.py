@@ -1,0 +1,49 @@
+"""The low-rank engine: bias-decomposed matrix completion of benchmark-level score matrices.
+
+Whole-benchmark prediction in the manner of BenchPress (Zeng & Papailiopoulos 2026, "You
+Don't Need to Run Every Eval"): scores are mapped to a transformed, standardised space, the
+matrix is completed there as ``mu + row bias + column bias + U V^T``, and the completion is
+mapped back.
+
+* :mod:`.transform` — per-column logit (percentage columns) or identity (ratings) transform
+  and z-score, fitted on training cells, and its inverse;
+* :mod:`.als` — Bias-ALS by alternating ridge regressions (``als_init`` / ``als_step``);
+* :mod:`.bayes` — the same structure as a NumPyro model with priors, fitted by SVI, and its
+  posterior predictive;
+* :mod:`.complete` — completion of a native-scale matrix (point, interval, nested conformal
+  calibration and nested choice of rank and lambda on held-out training cells).
+"""
+
+from coreval.lowrank.als import ALSState, als_init, als_reconstruct, als_step, complete_als, fit_als
+from coreval.lowrank.bayes import fit_lowrank_posterior, lowrank_model, predictive_draws
+from coreval.lowrank.complete import (
+    Completion,
+    complete_bayes,
+    complete_bias_als,
+    conformal_factor,
+    inner_split,
+    select_als,
+)
+from coreval.lowrank.transform import ColumnTransform, fit_transform, forward, inverse
+
+__all__ = [
+    "ALSState",
+    "ColumnTransform",
+    "Completion",
+    "als_init",
+    "als_reconstruct",
+    "als_step",
+    "complete_als",
+    "complete_bayes",
+    "complete_bias_als",
+    "conformal_factor",
+    "fit_als",
+    "fit_lowrank_posterior",
+    "fit_transform",
+    "forward",
+    "inner_split",
+    "inverse",
+    "lowrank_model",
+    "predictive_draws",
+    "select_als",
+]

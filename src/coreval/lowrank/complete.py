@@ -1,0 +1,206 @@
+"""Completing a score matrix on its native scales: transform, complete, map back.
+
+Each function takes a models x benchmarks matrix with NaN for unobserved cells and returns a
+:class:`Completion` of every cell on the native scales:
+
+* :func:`complete_bias_als` — BenchPress's default (logit Bias-ALS, rank 2, lambda 0.1,
+  10 starts of 40 sweeps), a point estimate without an interval;
+* :func:`complete_bayes` — the Bayesian model of :mod:`coreval.lowrank.bayes`, with the
+  central ``level`` interval of the posterior predictive; ``calibration="conformal"`` widens
+  or narrows it by normalised split conformal (Lei et al. 2018) on cells held out *inside*
+  the training cells (:func:`inner_split`), never on the cells being predicted;
+* :func:`select_als` — chooses ALS's rank and lambda on such inner held-out training cells.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from coreval.errors import ValidationError
+from coreval.lowrank.als import complete_als
+from coreval.lowrank.bayes import Guide, Noise, fit_lowrank_posterior, predictive_draws
+from coreval.lowrank.transform import Transform, check_matrix, fit_transform, forward, inverse
+
+
+class Completion(NamedTuple):
+    """Every cell of a completed matrix, on the native scales.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (n_rows, n_cols)
+        Point predictions (observed cells are predicted too: the fit, not the data).
+    lower, upper : ndarray, same shape
+        Central ``level`` interval (NaN when the method has none).
+    interval : str
+        ``"none"``, ``"posterior"`` or ``"posterior+conformal"``.
+    """
+
+    mean: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    interval: str
+
+
+def _prepare(values: np.ndarray, transform: Transform):
+    values = check_matrix(values)
+    ct = fit_transform(values, transform=transform)
+    observed = ~np.isnan(values)
+    z = np.where(observed, forward(ct, np.where(observed, values, 0.0)), 0.0)
+    return values, ct, observed, z
+
+
+def complete_bias_als(values: np.ndarray, *, transform: Transform = "logit", rank: int = 2,
+                      lam: float = 0.1, n_iter: int = 40, n_ensemble: int = 10,
+                      seed: int = 42) -> Completion:
+    """Bias-ALS completion in the transformed space (Zeng & Papailiopoulos 2026, section 4.2).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_models, n_benchmarks)
+        Scores on native scales, NaN = unobserved.
+    transform : {"logit", "identity"}
+        Score transform of percentage columns (:func:`coreval.lowrank.transform.fit_transform`).
+    rank, lam, n_iter, n_ensemble, seed
+        Options of :func:`coreval.lowrank.als.complete_als`.
+    """
+    _, ct, observed, z = _prepare(values, transform)
+    completed, _ = complete_als(z, observed, rank=rank, lam=lam, n_iter=n_iter,
+                                n_ensemble=n_ensemble, seed=seed)
+    mean = inverse(ct, completed)
+    nan = np.full_like(mean, np.nan)
+    return Completion(mean, nan, nan.copy(), "none")
+
+
+def inner_split(observed: np.ndarray, *, fraction: float = 1 / 3,
+                seed: int = 0) -> np.ndarray:
+    """Cells held out inside the training cells: about ``fraction`` of each row's cells.
+
+    A row with ``n >= 2`` observed cells gives ``max(1, round(fraction n))`` of them (at most
+    ``n - 1``); rows with fewer keep all of theirs. Mirrors the per-model folds of the
+    held-out-cell protocol one level down.
+
+    Returns
+    -------
+    ndarray of bool, same shape as ``observed``
+        The inner held-out cells.
+    """
+    if not 0.0 < fraction < 1.0:
+        raise ValidationError(f"fraction must be in (0, 1), got {fraction}")
+    rng = np.random.default_rng(seed)
+    held = np.zeros_like(observed, dtype=bool)
+    for i in range(observed.shape[0]):
+        cols = np.flatnonzero(observed[i])
+        if cols.size < 2:
+            continue
+        n = min(max(1, round(fraction * cols.size)), cols.size - 1)
+        held[i, rng.choice(cols, size=n, replace=False)] = True
+    return held
+
+
+def conformal_factor(y: np.ndarray, center: np.ndarray, half_width: np.ndarray,
+                     level: float) -> float:
+    """Normalised split-conformal factor (Lei et al. 2018, section 5.2).
+
+    The ``ceil((n + 1) level) / n`` empirical quantile of ``|y - center| / half_width`` over
+    calibration cells: the interval ``center ± factor half_width`` then covers a new
+    exchangeable cell with probability at least ``level``.
+    """
+    score = np.abs(np.asarray(y) - center) / np.maximum(half_width, 1e-12)
+    score = score[np.isfinite(score)]
+    n = score.size
+    if n == 0:
+        raise ValidationError("conformal calibration needs at least one calibration cell")
+    q = min(1.0, np.ceil((n + 1) * level) / n)
+    return float(np.quantile(score, q, method="higher"))
+
+
+def _bayes_z(z: np.ndarray, observed: np.ndarray, *, rank: int, noise: Noise, guide: Guide,
+             n_steps: int, learning_rate: float, n_draws: int, level: float,
+             seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Posterior mean of the cell means and the predictive median / central interval (z)."""
+    post = fit_lowrank_posterior(z, observed, rank=rank, noise=noise, guide=guide,
+                                 n_steps=n_steps, learning_rate=learning_rate,
+                                 n_draws=n_draws, seed=seed)
+    draws = predictive_draws(post, np.random.default_rng(seed))
+    alpha = 1.0 - level
+    lo, med, hi = np.quantile(draws, [alpha / 2, 0.5, 1 - alpha / 2], axis=0)
+    return post["loc"].mean(axis=0), med, lo, hi
+
+
+def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: int = 2,
+                   noise: Noise = "column", guide: Guide = "normal", n_steps: int = 3000,
+                   learning_rate: float = 0.02, n_draws: int = 400, level: float = 0.9,
+                   calibration: str = "posterior", inner_fraction: float = 1 / 3,
+                   seed: int = 0) -> Completion:
+    """Bayesian low-rank completion with posterior predictive intervals.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_models, n_benchmarks)
+        Scores on native scales, NaN = unobserved.
+    transform : {"logit", "identity"}
+    rank, noise, guide, n_steps, learning_rate, n_draws
+        Options of :func:`coreval.lowrank.bayes.fit_lowrank_posterior`.
+    level : float
+        Nominal coverage of the central interval.
+    calibration : {"posterior", "conformal"}
+        ``"posterior"``: the predictive quantiles as they are. ``"conformal"``: fit once more
+        without :func:`inner_split`'s cells of the training data, take the
+        :func:`conformal_factor` of those cells' z-space residuals relative to their predictive
+        half-widths, and scale the final interval's half-widths (around the predictive
+        median, in z-space) by it.
+    inner_fraction : float
+        Share of each model's training cells held out for the conformal factor.
+    seed : int
+        Seed of SVI, of the predictive draws and of the inner split.
+
+    Returns
+    -------
+    Completion
+        ``mean`` is the inverse transform of the posterior mean of ``mu + a + c + U V^T``.
+    """
+    if calibration not in ("posterior", "conformal"):
+        raise ValidationError(f"calibration must be 'posterior' or 'conformal', got "
+                              f"{calibration!r}")
+    if not 0.0 < level < 1.0:
+        raise ValidationError(f"level must be in (0, 1), got {level}")
+    _, ct, observed, z = _prepare(values, transform)
+    opts = dict(rank=rank, noise=noise, guide=guide, n_steps=n_steps,
+                learning_rate=learning_rate, n_draws=n_draws, level=level)
+    mean_z, med_z, lo_z, hi_z = _bayes_z(z, observed, seed=seed, **opts)
+    interval = "posterior"
+    if calibration == "conformal":
+        held = inner_split(observed, fraction=inner_fraction, seed=seed)
+        _, m_in, lo_in, hi_in = _bayes_z(z, observed & ~held, seed=seed + 1, **opts)
+        factor = conformal_factor(z[held], m_in[held], (hi_in - lo_in)[held] / 2, level)
+        lo_z = med_z - factor * (med_z - lo_z)
+        hi_z = med_z + factor * (hi_z - med_z)
+        interval = "posterior+conformal"
+    return Completion(inverse(ct, mean_z), inverse(ct, lo_z), inverse(ct, hi_z), interval)
+
+
+def select_als(values: np.ndarray, *, ranks: tuple[int, ...] = (1, 2, 3, 4),
+               lams: tuple[float, ...] = (0.01, 0.1, 1.0), transform: Transform = "logit",
+               inner_fraction: float = 1 / 3, seed: int = 0, n_ensemble: int = 5,
+               ) -> tuple[int, float, dict[tuple[int, float], float]]:
+    """Rank and lambda of Bias-ALS with the smallest median absolute error on inner cells.
+
+    The inner cells (:func:`inner_split`) are hidden, every pair of the grid completes the
+    rest, and the pair whose completion is closest (median absolute error in score points)
+    on the hidden cells is returned, with the grid's errors. Only the given training cells
+    are used.
+    """
+    values = check_matrix(values)
+    observed = ~np.isnan(values)
+    held = inner_split(observed, fraction=inner_fraction, seed=seed)
+    train = np.where(held, np.nan, values)
+    errors = {}
+    for rank in ranks:
+        for lam in lams:
+            comp = complete_bias_als(train, transform=transform, rank=rank, lam=lam,
+                                     n_ensemble=n_ensemble, seed=seed)
+            errors[(rank, lam)] = float(np.median(np.abs(comp.mean[held] - values[held])))
+    best = min(errors, key=errors.get)
+    return best[0], best[1], errors

@@ -1,0 +1,142 @@
+"""Per-column score transforms of BenchPress (Zeng & Papailiopoulos 2026, section 4.1).
+
+Benchmark scores come on native scales: most are percentages in ``[0, 100]``, a few are
+Elo-type ratings, dollar amounts or indices. Low-rank completion works in a transformed,
+standardised space:
+
+1. each column is classified from its *training* entries: a **percentage** column has every
+   observed value in ``[-1, 101]`` (the authors' rule, ``_is_pct_bench`` of
+   ``benchpress/methods/transforms.py``); every other column is a **rating** column;
+2. percentage columns are mapped to log-odds, ``logit(clip(x, eps, 100 - eps) / 100)`` with
+   ``eps = 0.5`` points (the authors' clip), rating columns are left as they are
+   (``transform="identity"`` leaves every column as it is);
+3. every column is then z-scored with the mean and (population, ``ddof=0``) standard deviation
+   of its observed training entries; a standard deviation below ``1e-8`` becomes 1.
+
+The inverse undoes the z-score, maps percentage columns back with ``100 sigmoid(z)`` and clips
+them to ``[0, 100]``; rating columns are not clipped. The inverse is monotone increasing, so
+interval bounds map to interval bounds.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from coreval.errors import ValidationError
+
+Transform = Literal["logit", "identity"]
+TRANSFORMS: tuple[str, ...] = ("logit", "identity")
+
+#: A column is a percentage column when its observed training values lie in this range.
+PERCENT_RANGE = (-1.0, 101.0)
+#: Clip (in score points) before the logit, as in the authors' ``_to_logit``.
+LOGIT_EPS = 0.5
+#: Standard deviations below this are replaced by 1 (the authors' ``col_stats``).
+STD_FLOOR = 1e-8
+
+
+class ColumnTransform(NamedTuple):
+    """A fitted per-column transform ``x -> z`` (see the module docstring).
+
+    Attributes
+    ----------
+    logit : ndarray of bool, shape (n_columns,)
+        Columns mapped to log-odds before standardising.
+    percent : ndarray of bool, shape (n_columns,)
+        Percentage columns (clipped to ``[0, 100]`` by :func:`inverse`).
+    mean, std : ndarray of shape (n_columns,)
+        Location and scale of the transformed training entries (0 and 1 for unobserved
+        columns).
+    eps : float
+        Logit clip in score points.
+    """
+
+    logit: np.ndarray
+    percent: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    eps: float
+
+
+def percent_columns(values: np.ndarray) -> np.ndarray:
+    """Columns whose observed entries all lie in ``[-1, 101]`` (False for empty columns)."""
+    observed = ~np.isnan(values)
+    low = np.where(observed, values, np.inf).min(axis=0)
+    high = np.where(observed, values, -np.inf).max(axis=0)
+    return observed.any(axis=0) & (low >= PERCENT_RANGE[0]) & (high <= PERCENT_RANGE[1])
+
+
+def _to_logit(x: np.ndarray, eps: float) -> np.ndarray:
+    p = np.clip(x, eps, 100.0 - eps) / 100.0
+    return np.log(p) - np.log1p(-p)
+
+
+def check_matrix(values: np.ndarray, *, who: str = "lowrank") -> np.ndarray:
+    """A 2-D float matrix with NaN for missing entries and no infinities."""
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{who}: scores must be numbers: {exc}") from None
+    if arr.ndim != 2:
+        raise ValidationError(f"{who}: scores must be a 2-D models x benchmarks matrix, "
+                              f"got shape {arr.shape}")
+    if np.isinf(arr).any():
+        raise ValidationError(f"{who}: scores contain ±inf; use NaN for missing entries")
+    if not (~np.isnan(arr)).any():
+        raise ValidationError(f"{who}: the score matrix has no observed entry")
+    return arr
+
+
+def fit_transform(values: np.ndarray, *, transform: Transform = "logit",
+                  eps: float = LOGIT_EPS) -> ColumnTransform:
+    """Fit the per-column transform on training scores (NaN = unobserved).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_models, n_columns)
+        Training scores on their native scales.
+    transform : {"logit", "identity"}
+        ``"logit"`` maps percentage columns to log-odds; ``"identity"`` only standardises.
+    eps : float
+        Logit clip in score points, in ``(0, 50)``.
+
+    Returns
+    -------
+    ColumnTransform
+    """
+    values = check_matrix(values)
+    if transform not in TRANSFORMS:
+        raise ValidationError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
+    if not 0.0 < eps < 50.0:
+        raise ValidationError(f"eps must be in (0, 50) score points, got {eps}")
+    percent = percent_columns(values)
+    logit = percent & (transform == "logit")
+    t = np.where(logit[None, :], _to_logit(values, eps), values)
+    observed = ~np.isnan(t)
+    count = observed.sum(axis=0)
+    safe = np.maximum(count, 1)
+    mean = np.where(observed, t, 0.0).sum(axis=0) / safe
+    var = np.where(observed, (t - mean) ** 2, 0.0).sum(axis=0) / safe
+    std = np.sqrt(var)
+    std = np.where(std < STD_FLOOR, 1.0, std)
+    return ColumnTransform(logit=logit, percent=percent, mean=mean, std=std, eps=float(eps))
+
+
+def forward(ct: ColumnTransform, values: np.ndarray) -> np.ndarray:
+    """Scores -> standardised transformed scores (NaN stays NaN).
+
+    ``values`` has the fitted columns on its last axis.
+    """
+    x = np.asarray(values, dtype=np.float64)
+    t = np.where(ct.logit, _to_logit(x, ct.eps), x)
+    return (t - ct.mean) / ct.std
+
+
+def inverse(ct: ColumnTransform, z: np.ndarray) -> np.ndarray:
+    """Standardised transformed scores -> scores (percentage columns clipped to [0, 100])."""
+    t = np.asarray(z, dtype=np.float64) * ct.std + ct.mean
+    with np.errstate(over="ignore"):
+        x = np.where(ct.logit, 100.0 / (1.0 + np.exp(-t)), t)
+    return np.where(ct.percent, np.clip(x, 0.0, 100.0), x)
