@@ -273,6 +273,33 @@ def test_irt_bayes_prediction_does_not_depend_on_the_batch(binary):
     assert np.array_equal(reversed_.mean[::-1], together.mean)
 
 
+# ----------------------------------------------------------------- cost
+@pytest.mark.parametrize("method", ["irt-bayes"])
+def test_predict_fits_each_irt_model_once(npz, tmp_path, binary, monkeypatch, method):
+    """One ``coreval predict`` call never repeats an IRT fit of the same data and spec."""
+    from coreval.base.cache import source_fingerprint
+    from coreval.irt import inference
+
+    calls: list[tuple] = []
+    real_fit = inference.fit
+
+    def counting_fit(model, data, **kwargs):
+        matrix = data if isinstance(data, ScoreMatrix) else ScoreMatrix(np.asarray(data))
+        calls.append((model, source_fingerprint(matrix), kwargs.get("method"),
+                      kwargs.get("dims"), repr(kwargs.get("priors")), kwargs.get("seed")))
+        return real_fit(model, data, **kwargs)
+
+    monkeypatch.setattr(inference, "fit", counting_fit)
+    responses = tmp_path / "new.csv"  # every item: those outside the coreset are ignored
+    pd.DataFrame({"item": binary.items, "score": binary.values[0]}).to_csv(responses,
+                                                                            index=False)
+    result = runner.invoke(app, ["predict", str(npz), str(responses), "--method", method,
+                                 "--budget", "10", "--option", "num_steps=300"])
+    assert result.exit_code == 0, result.output
+    assert calls, "the IRT fit was not reached through coreval.irt.inference.fit"
+    assert len(calls) == len(set(calls)), f"{method}: an IRT fit was repeated: {calls}"
+
+
 # ----------------------------------------------------------------- trust boundaries, modes
 def test_a_cache_folder_writable_by_others_is_not_used(tmp_path, monkeypatch):
     from coreval import jax_cache
