@@ -132,6 +132,26 @@ def test_quantile_bins_one_item_per_bin_skip_empty_and_duplicates():
     assert len(tied) < 4
 
 
+def test_quantile_bins_fill_a_budget_beyond_the_bins_by_rounds():
+    # 4 models give at most 3 non-empty bins; a budget of 7 is filled by more passes
+    rng = np.random.default_rng(0)
+    theta = np.array([-1.0, 0.0, 1.0, 2.0])
+    info = rng.random((4, 12))
+    one_pass = quantile_bin_items(theta, info, 7)
+    filled = quantile_bin_items(theta, info, 7, rounds=7)
+    assert len(one_pass) == 3 and len(filled) == 7 and len(set(filled)) == 7
+    assert filled[:3] == one_pass  # the first pass is the reference's rule
+    # the second pass gives each bin its next most informative item
+    edges = np.quantile(theta, np.linspace(0, 1, 8))
+    bins = [(theta >= lo) & (theta < hi) for lo, hi in itertools.pairwise(edges)]
+    bins = [b for b in bins if b.any()]
+    for j, in_bin in enumerate(bins):
+        ranking = [int(i) for i in np.argsort(info[in_bin].mean(0), kind="stable")[::-1]]
+        assert filled[3 + j] == next(i for i in ranking if i not in filled[:3 + j])
+    everything = quantile_bin_items(theta, info, 20, rounds=20)
+    assert sorted(everything) == list(range(12))  # stops when every item is taken
+
+
 def test_grid_ability_draws_match_numerical_posterior():
     from scipy.integrate import quad
 
@@ -358,7 +378,7 @@ def test_metabench_bins_and_gam(sim, cache):
     from coreval.selection.fisher import FisherInformationSelector
 
     source, target, truth, _ = sim
-    sel = FisherInformationSelector(K, seed=0, fill=True, irt=SPEC).fit(source, cache=cache)
+    sel = FisherInformationSelector(K, seed=0, fill="overall", irt=SPEC).fit(source, cache=cache)
     filled, binned = sel.coreset_, np.sort(sel.coreset_.details["binned"])
     # one item per non-empty ability bin; fill=True tops up to exactly K
     assert len(binned) <= K and len(filled) == K and set(binned) <= set(filled.indices)
@@ -373,6 +393,24 @@ def test_metabench_bins_and_gam(sim, cache):
     pred = gam.predict(target[:, cs.indices])
     assert _rmse(pred.mean, truth) < 1.5 * _oracle_rmse(sim, cs.indices)
     assert np.all(pred.lower <= pred.upper)
+
+
+@needs_engine
+def test_metabench_spends_budgets_beyond_the_number_of_source_models(sim, cache):
+    from coreval.selection.fisher import FisherInformationSelector
+
+    source = sim[0]
+    small = source.take(models=np.arange(8))  # 8 source models: one pass over the bins gives at most 7 items
+    sizes = {}
+    for fill in ("none", "bins"):
+        for k in (10, 20):
+            sel = FisherInformationSelector(k, seed=0, fill=fill, irt=SPEC).fit(small,
+                                                                                 cache=cache)
+            sizes[fill, k] = len(sel.coreset_)
+    assert sizes["none", 10] == sizes["none", 20] <= 7  # the reference's rule: budget ignored
+    assert sizes["bins", 10] == 10 and sizes["bins", 20] == 20
+    with pytest.raises(ValidationError, match="fill must be one of"):
+        FisherInformationSelector(5, fill="everything", irt=SPEC).fit(small, cache=cache)
 
 
 @needs_engine

@@ -76,7 +76,7 @@ def test_plus_and_plus_plus_are_derived_by_one_rule():
 def test_choice_option_selects_the_coreset(matrix):
     method = get_method("irt-bayes")
     assert isinstance(method.make_selector(k=5), RandomSelector)
-    assert method.make_selector(k=5, coreset="fisher").fill is True
+    assert method.make_selector(k=5, coreset="fisher").fill == "overall"
     with pytest.raises(OptionError, match="coreset must be one of"):
         method.make_selector(k=5, coreset="nope")
     assert "coreset" in method.accepted_options()

@@ -44,7 +44,7 @@ METABENCH = "Kipnis et al. 2025, metabench (mRMR paper, metabench)"
 #: The coresets of irt-bayes (option ``coreset``).
 IRT_BAYES_CORESETS = Choice("coreset", {
     "random": Component(RandomSelector),
-    "fisher": Component(FisherInformationSelector, fixed={"fill": True}),
+    "fisher": Component(FisherInformationSelector, fixed={"fill": "overall"}),
     "anchors": Component(IRTAnchorSelector),
 }, default="random")
 

@@ -2,11 +2,14 @@
 
 Fit a 2PL on the source models, split the source abilities into ``k``
 quantile bins and take, in each bin, the not-yet-chosen item with the highest
-Fisher information averaged over the bin's models. Like the reference, bins
-without models are skipped, so fewer than ``k`` items can come back; with
-``fill=True`` the remaining places go to the items with the highest Fisher
-information averaged over all source abilities (used by irt-bayes, which wants
-exactly ``k`` informative items).
+Fisher information averaged over the bin's models. Bins without models are
+skipped, so the first pass gives at most ``n_source - 1`` items: the reference
+stops there (``fill="none"``), which makes every budget above ``M - 1`` items the
+same coreset. By default (``fill="bins"``) the pass is repeated over the non-empty
+bins, each taking its next most informative item, until ``k`` items are chosen, so
+the budget is spent and the coreset still spreads over the ability range;
+``fill="overall"`` tops up with the items of highest Fisher information averaged
+over all source abilities (irt-bayes's Fisher coreset).
 
 References
 ----------
@@ -28,9 +31,13 @@ from coreval.errors import ValidationError
 from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.source_fit import METABENCH_FIT, fit_source_irt, logistic_item_params
 
+#: Ways to fill the budget beyond one pass over the ability bins.
+FILL_RULES = ("bins", "overall", "none")
 
-def quantile_bin_items(theta: np.ndarray, info: np.ndarray, k: int) -> list[int]:
-    """One most-informative item per ability-quantile bin (metabench's rule).
+
+def quantile_bin_items(theta: np.ndarray, info: np.ndarray, k: int, *,
+                       rounds: int = 1) -> list[int]:
+    """Most informative items per ability-quantile bin (metabench's rule).
 
     Parameters
     ----------
@@ -39,29 +46,39 @@ def quantile_bin_items(theta: np.ndarray, info: np.ndarray, k: int) -> list[int]
     info : ndarray, shape (n_models, n_items)
         Fisher information of every item at every source ability.
     k : int
-        Number of bins: edges ``quantile(theta, linspace(0, 1, k + 1))``; bin j holds
-        the models with ``edge_j <= θ < edge_{j+1}`` (as the reference, the top
-        edge is exclusive even in the last bin, so the best model falls in no bin).
+        Number of bins and the most items returned: edges ``quantile(theta,
+        linspace(0, 1, k + 1))``; bin j holds the models with ``edge_j <= θ <
+        edge_{j+1}`` (as the reference, the top edge is exclusive even in the last
+        bin, so the best model falls in no bin).
+    rounds : int
+        Passes over the non-empty bins. Each pass gives every bin, in bin order, its
+        most informative item not chosen yet. One pass is the reference's rule; more
+        passes fill a budget larger than the number of non-empty bins.
 
     Returns
     -------
     list of int
-        Chosen item positions in bin order; empty bins are skipped and an item
-        chosen in an earlier bin is passed over for the next best one.
+        Chosen item positions in the order chosen (at most ``k``).
     """
     theta = np.asarray(theta, dtype=float).reshape(-1)
     edges = np.quantile(theta, np.linspace(0.0, 1.0, k + 1))
-    chosen: list[int] = []
+    rankings = []
     for lo, hi in itertools.pairwise(edges):
         in_bin = (theta >= lo) & (theta < hi)
-        if not in_bin.any():
-            continue
-        mean_info = info[in_bin].mean(axis=0)
-        for item in np.argsort(mean_info, kind="stable")[::-1]:
-            if int(item) not in chosen:
-                chosen.append(int(item))
-                break
-        if len(chosen) >= k:
+        if in_bin.any():
+            rankings.append(np.argsort(info[in_bin].mean(axis=0), kind="stable")[::-1])
+    chosen: list[int] = []
+    taken: set[int] = set()
+    for _ in range(rounds):
+        before = len(chosen)
+        for ranking in rankings:
+            item = next((int(i) for i in ranking if int(i) not in taken), None)
+            if item is not None:
+                chosen.append(item)
+                taken.add(item)
+            if len(chosen) >= k:
+                return chosen
+        if len(chosen) == before:  # every item is taken
             break
     return chosen
 
@@ -75,9 +92,11 @@ class FisherInformationSelector(Selector):
         Number of bins (the coreset may be smaller, see the module notes).
     seed : int
         Seed of the IRT fit.
-    fill : bool
-        Top up to ``k`` items with the highest mean information over all source
-        abilities (off for metabench, as the reference).
+    fill : {"bins", "overall", "none"}
+        How to fill the budget beyond the first pass over the bins: ``"bins"``
+        (default) passes over the bins again; ``"overall"`` takes the items with the
+        highest mean information over all source abilities; ``"none"`` stops after
+        one pass, as the reference (fewer than ``k`` items when ``k >= n_source``).
     irt : IRTFitSpec
         The IRT fit of the source models: a 1-D logistic model. The default
         (:data:`coreval.irt.source_fit.METABENCH_FIT`) is a MAP fit of the 2PL with
@@ -95,7 +114,7 @@ class FisherInformationSelector(Selector):
 
     needs_binary = True
 
-    def __init__(self, k: int = 10, *, seed: int = 0, fill: bool = False,
+    def __init__(self, k: int = 10, *, seed: int = 0, fill: str = "bins",
                  irt: IRTFitSpec = METABENCH_FIT, show_progress: bool | None = None) -> None:
         self.k = k
         self.seed = seed
@@ -106,6 +125,9 @@ class FisherInformationSelector(Selector):
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
         from coreval.irt.information import item_information
 
+        if self.fill not in FILL_RULES:
+            raise ValidationError(f"FisherInformationSelector fill must be one of "
+                                  f"{', '.join(FILL_RULES)}; got {self.fill!r}")
         if self.irt.dims != 1:
             raise ValidationError(f"FisherInformationSelector bins a 1-D ability; "
                                   f"got an IRT fit with dims={self.irt.dims}")
@@ -118,7 +140,9 @@ class FisherInformationSelector(Selector):
         info = np.asarray(item_information(theta, a[:, 0], d, c), dtype=float)  # (n, items)
         chosen = quantile_bin_items(theta, info, k)
         n_binned = len(chosen)
-        if self.fill and len(chosen) < k:
+        if self.fill == "bins" and len(chosen) < k:
+            chosen = quantile_bin_items(theta, info, k, rounds=k)
+        elif self.fill == "overall" and len(chosen) < k:
             overall = info.mean(axis=0)
             rest = [int(i) for i in np.argsort(overall, kind="stable")[::-1]
                     if int(i) not in chosen]
