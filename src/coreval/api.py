@@ -17,8 +17,9 @@ from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.methods import get_method
 from coreval.pipeline import Calibration, FittedMethod, fit_method
+from coreval.saved_selection import load_selection, save_selection
 
-__all__ = ["FittedMethod", "select"]
+__all__ = ["FittedMethod", "load_selection", "save_selection", "select"]
 
 
 def select(source: ScoreMatrix, method: str = "random++", budget: float = 0.1, *, seed: int = 0,
@@ -47,5 +48,7 @@ def select(source: ScoreMatrix, method: str = "random++", budget: float = 0.1, *
     if not isinstance(source, ScoreMatrix):
         raise ValidationError(f"select expects a ScoreMatrix or a wide DataFrame, got "
                               f"{type(source).__name__}")
-    return fit_method(get_method(method), source, resolve_budget(budget, source.n_items),
-                      seed=seed, calibration=calibration, **options)
+    fitted = fit_method(get_method(method), source, resolve_budget(budget, source.n_items),
+                        seed=seed, calibration=calibration, **options)
+    fitted.budget = float(budget)
+    return fitted

@@ -159,7 +159,8 @@ OptionsOpt = Annotated[list[str] | None, typer.Option(
 def _read_responses(path: Path, lm_eval: dict | None = None):
     """A new model's responses -> Series indexed by item id.
 
-    A CSV with columns item, score, or a folder of the new model's lm-eval logs (its
+    A CSV with columns item, score (a ``model`` column, as in a long table, may name one
+    model; ``.parquet`` is read as Parquet), or a folder of the new model's lm-eval logs (its
     items are ``task/doc_id``, as in a matrix read from logs).
     """
     import pandas as pd
@@ -176,11 +177,21 @@ def _read_responses(path: Path, lm_eval: dict | None = None):
         keep = ~np.isnan(row)
         return pd.Series(row[keep], index=logs.items[keep].astype(str))
     try:
-        table = pd.read_csv(path, dtype={"item": str})
+        table = (pd.read_parquet(path) if path.suffix.lower() == ".parquet"
+                 else pd.read_csv(path, dtype={"item": str, "model": str}))
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise CorevalError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
     if not {"item", "score"} <= set(table.columns):
-        raise CorevalError(f"{path} needs columns item, score; got {list(table.columns)}")
+        hint = ("; this is a coreset file written by coreval select: RESPONSES are the new "
+                "model's scores on those items" if {"item", "position"} <= set(table.columns)
+                else "")
+        raise CorevalError(f"{path} needs columns item, score; got {list(table.columns)}{hint}")
+    if "model" in table.columns:  # a long table (model, item, score) of one model
+        models = table["model"].dropna().unique()
+        if len(models) > 1:
+            raise CorevalError(f"{path} holds the scores of {len(models)} models "
+                               f"({', '.join(map(str, models[:3]))}); give one model's")
+        table["item"] = table["item"].astype(str)
     if table["item"].isna().any() or table["item"].duplicated().any():
         dup = table["item"][table["item"].duplicated()].dropna().unique()
         raise CorevalError(f"{path}: every row needs its own item id"
@@ -363,7 +374,16 @@ def select_cmd(
     method: Annotated[str, typer.Option(help="Method name.")] = "random++",
     budget: Annotated[float, typer.Option(help="Fraction (<1) or count (>=1).")] = 0.1,
     seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="Seed.")] = 0,
-    out: Annotated[Path | None, typer.Option(help="CSV to write (item, position, weight).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="File to write: the coreset as CSV (item, position, weight), or with --format "
+        "lm-eval the JSON for lm_eval --samples.")] = None,
+    format_: Annotated[str, typer.Option(
+        "--format", help="csv (item, position, weight) or lm-eval (document indices per "
+        "task, the JSON that lm_eval run --samples FILE takes; needs lm-eval item ids "
+        "task/doc_id).")] = "csv",
+    save: Annotated[Path | None, typer.Option(
+        "--save", help="Folder to save the fitted selection in (JSON, NPZ, NetCDF; never "
+        "pickle), for coreval predict --from DIR RESPONSES without refitting.")] = None,
     option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
     lm_metric: LmMetricOpt = None,
@@ -372,37 +392,87 @@ def select_cmd(
 ) -> None:
     """Choose which items (or benchmarks) to run on a new model.
 
-    Example: ``coreval select mmlu --method mrmr++ --budget 100 --out coreset.csv``.
+    Example: ``coreval select mmlu --method mrmr++ --budget 100 --out coreset.csv``;
+    ``coreval select LOGDIR --budget 50 --format lm-eval --out samples.json --save sel``
+    then ``lm_eval run ... --samples samples.json --log_samples --output_path new`` and
+    ``coreval predict --from sel new``.
     """
     import pandas as pd
 
     from coreval.api import select
 
     _out_file(out)
-    fitted = select(_load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), method, budget, seed=seed, **_options(option))
-    cs = fitted.coreset
-    table = pd.DataFrame({"item": cs.items, "position": cs.indices,
-                          "weight": cs.weights if cs.weights is not None else float("nan")})
-    if out is not None:
-        from coreval._atomic import write_atomic
+    if format_ not in ("csv", "lm-eval"):
+        raise CorevalError(f"--format must be csv or lm-eval, got {format_!r}")
+    if save is not None:
+        from coreval.saved_selection import check_selection_folder
 
-        write_atomic(out, lambda p: table.to_csv(p, index=False))
-        typer.echo(f"wrote {len(table)} items to {out}")
+        check_selection_folder(save)  # before the fit, not after it
+    lm = _lm_eval_options(lm_metric, lm_filter, lm_tasks)
+    matrix = _load(data, data_dir, lm)
+    if format_ == "lm-eval":
+        from coreval.data.lm_eval import lm_eval_samples
+
+        lm_eval_samples(matrix.items)  # ids that lm-eval cannot take: before the fit
+    fitted = select(matrix, method, budget, seed=seed, **_options(option))
+    cs = fitted.coreset
+    if save is not None:
+        from coreval.saved_selection import save_selection
+
+        save_selection(fitted, save, provenance=_provenance(data, matrix, lm))
+        typer.echo(f"saved the fitted selection to {save}", err=out is None)
+    if format_ == "lm-eval":
+        text = json.dumps(lm_eval_samples(cs.items), indent=1) + "\n"
     else:
-        typer.echo(table.to_csv(index=False), nl=False)
+        table = pd.DataFrame({"item": cs.items, "position": cs.indices,
+                              "weight": cs.weights if cs.weights is not None else float("nan")})
+        text = table.to_csv(index=False)
+    if out is not None:
+        from coreval._atomic import write_text_atomic
+
+        write_text_atomic(out, text)
+        typer.echo(f"wrote {len(cs)} items to {out}")
+    else:
+        typer.echo(text, nl=False)
+
+
+def _provenance(data: str, matrix, lm: dict) -> dict[str, object]:
+    """What a saved selection records about its source data (JSON-able)."""
+    out: dict[str, object] = {"data": str(data), "name": matrix.name,
+                              "n_models": int(matrix.n_models), "n_items": int(matrix.n_items)}
+    meta = matrix.item_meta
+    if lm or (meta is not None and {"group", "metric"} <= set(meta.columns)):
+        metrics = ({} if meta is None or "metric" not in meta.columns else
+                   dict(zip(meta["group"].astype(str), meta["metric"].astype(str), strict=True)))
+        out["lm_eval"] = {"metric": metrics, "filter": lm.get("filter")}
+    return out
 
 
 @app.command("predict")
 @_one_line_errors
 def predict_cmd(
-    data: Annotated[str, typer.Argument(help="Score matrix of known models: path or bare name.")],
-    responses: ResponsesArg,
-    method: RefitMethodOpt = "random++",
-    budget: RefitBudgetOpt = 0.1,
-    seed: RefitSeedOpt = 0,
-    calibration: Annotated[str, typer.Option(
+    data: Annotated[str, typer.Argument(
+        help="Score matrix of known models: path or bare name (with --from: leave it out and "
+        "give only RESPONSES).")],
+    responses: Annotated[Path | None, typer.Argument(
+        help="The new model's responses: CSV with columns item, score (or a long table with "
+        "one model's model, item, score), or a folder of its lm-eval logs (items outside "
+        "the coreset are ignored).", show_default=False)] = None,
+    from_: Annotated[Path | None, typer.Option(
+        "--from", help="A selection saved by coreval select --save DIR: predict with it, "
+        "without refitting (method, budget, seed and options are the saved ones).")] = None,
+    method: Annotated[str | None, typer.Option(
+        help="Method name (same as used for select). [default: random++]",
+        show_default=False)] = None,
+    budget: Annotated[float | None, typer.Option(
+        help="Same budget as used for select. [default: 0.1]", show_default=False)] = None,
+    seed: Annotated[int | None, typer.Option(
+        min=0, max=2**32 - 1, help="Same seed as used for select. [default: 0]",
+        show_default=False)] = None,
+    calibration: Annotated[str | None, typer.Option(
         help="Intervals: 'native' (the predictor's own) or 'cv' (split conformal on "
-        "out-of-fold residuals with the selection redone in each fold).")] = "native",
+        "out-of-fold residuals with the selection redone in each fold). [default: native]",
+        show_default=False)] = None,
     option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
     lm_metric: LmMetricOpt = None,
@@ -411,19 +481,37 @@ def predict_cmd(
 ) -> None:
     """Predict a new model's full score (with a 90% interval) from its coreset responses.
 
-    Refits the method with the same seed, so the coreset is the one ``coreval select``
-    printed. Example: ``coreval predict mmlu new_model.csv --method mrmr++ --budget 100``.
+    Either reuse a saved selection: ``coreval predict --from sel new_model.csv`` (written by
+    ``coreval select ... --save sel``; nothing is refitted), or refit the method with the
+    same seed, so that the coreset is the one ``coreval select`` printed: ``coreval predict
+    mmlu new_model.csv --method mrmr++ --budget 100``.
     """
-    from coreval.api import select
-
+    refit_options = {"--method": method, "--budget": budget, "--seed": seed,
+                     "--calibration": calibration, "--option": option or None,
+                     "--data-dir": data_dir}
     lm = _lm_eval_options(lm_metric, lm_filter, lm_tasks)
-    series = _read_responses(responses, lm)
-    fitted = select(_load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), method, budget, seed=seed, calibration=calibration,
-                    **_options(option))
-    pred = fitted.predict(series)
-    result = {"method": method, "k": len(fitted.coreset), "score": float(pred.mean.ravel()[0]),
-              "lower": float(pred.lower.ravel()[0]), "upper": float(pred.upper.ravel()[0]),
-              "level": pred.level, "interval": pred.interval}
+    if from_ is not None:
+        if responses is not None:
+            raise CorevalError(f"with --from give only RESPONSES (the new model's scores); "
+                               f"got DATA {data!r} too: the saved selection replaces it")
+        given = [name for name, value in refit_options.items() if value is not None]
+        if given:
+            raise CorevalError(f"{', '.join(given)}: not with --from (the saved selection "
+                               f"{from_} fixes the method, budget, seed, options and data)")
+        fitted, result = _predict_saved(from_, Path(data), lm)
+    else:
+        if responses is None:
+            raise CorevalError("give DATA and RESPONSES (or --from DIR RESPONSES to reuse a "
+                               "selection saved by coreval select --save DIR)")
+        from coreval.api import select
+
+        method = "random++" if method is None else method
+        series = _read_responses(responses, lm)
+        fitted = select(_load(data, data_dir, lm), method, 0.1 if budget is None else budget,
+                        seed=0 if seed is None else seed,
+                        calibration="native" if calibration is None else calibration,
+                        **_options(option))
+        result = {"method": method, **_prediction_summary(fitted, fitted.predict(series))}
     from coreval.report.score_card import small_data_caveats
 
     caveats = small_data_caveats(fitted.n_source, result["lower"], result["upper"])
@@ -432,6 +520,27 @@ def predict_cmd(
     if caveats:
         result["caveats"] = caveats
     typer.echo(json.dumps(result, indent=2))
+
+
+def _prediction_summary(fitted, pred) -> dict[str, object]:
+    return {"k": len(fitted.coreset), "score": float(pred.mean.ravel()[0]),
+            "lower": float(pred.lower.ravel()[0]), "upper": float(pred.upper.ravel()[0]),
+            "level": pred.level, "interval": pred.interval}
+
+
+def _predict_saved(folder: Path, responses: Path, lm: dict):
+    """Predict with a saved selection; lm-eval logs are read as the source logs were."""
+    from coreval.saved_selection import load_selection, read_manifest
+
+    saved_lm = read_manifest(folder).get("provenance", {}).get("lm_eval") or {}
+    if responses.is_dir():  # the metric of each task and the filter the source logs used
+        lm = {**{k: v for k, v in saved_lm.items() if v}, **lm}
+    fitted = load_selection(folder)
+    series = _read_responses(responses, lm)
+    result = {"method": fitted.method.name, "from": str(folder), "seed": fitted.seed,
+              "budget": fitted.budget,
+              **_prediction_summary(fitted, fitted.predict(series))}
+    return fitted, result
 
 
 @app.command("fit")

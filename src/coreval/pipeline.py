@@ -74,6 +74,12 @@ class FittedMethod:
         Which interval :meth:`predict` returns (see the module docstring).
     cv_residuals : ndarray or None
         Out-of-fold absolute residuals of the whole pipeline (``calibration="cv"``).
+    seed : int
+        The seed the selector and predictor were fitted with.
+    options : dict
+        The method options they were fitted with (what :func:`fit_method` was given).
+    budget : float or None
+        The budget the coreset size came from (fraction or count), where known.
     """
 
     method: Method
@@ -86,6 +92,9 @@ class FittedMethod:
     clip01: bool = False
     source_items: np.ndarray | None = None
     n_source: int = 0
+    seed: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    budget: float | None = None
 
     def responses_from(self, responses: Mapping[str, float] | pd.Series | np.ndarray) -> np.ndarray:
         """Align a new model's responses (by item id, or an array in coreset order) to the coreset."""
@@ -123,10 +132,18 @@ class FittedMethod:
                           f"{len(wanted)} (e.g. {preview(extra, 3)})", UserWarning,
                           stacklevel=3)
             series = series[[i in wanted for i in series.index]]
-        missing = [i for i in self.coreset.items.astype(str) if i not in series.index]
+        coreset_items = self.coreset.items.astype(str)
+        if not series.index.isin(coreset_items).any() and len(series):
+            raise ValidationError(
+                f"responses share no item with the coreset of {len(wanted)} (coreset items "
+                f"e.g. {preview(coreset_items, 3)}; responses e.g. {preview(series.index, 3)})")
+        aligned = series.reindex(coreset_items)
+        missing = list(aligned.index[aligned.isna()])
         if missing and not self.predictor.allows_missing_responses:
-            raise ValidationError(f"responses lack coreset items: {preview(missing)}")
-        return series.reindex(self.coreset.items.astype(str)).to_numpy()
+            raise ValidationError(
+                f"responses lack coreset items (missing or NaN; {self.method.name}'s "
+                f"{type(self.predictor).__name__} needs every one): {preview(missing)}")
+        return aligned.to_numpy()
 
     def predict(self, responses) -> Prediction:
         """Predict the full score(s) of new model(s) from their coreset responses."""
@@ -236,7 +253,8 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
                         seconds={"select": t1 - t0, "fit": t2 - t1}, calibration=calibration,
                         cv_residuals=residuals, clip01=source.is_binary,
                         source_items=np.asarray(source.items).astype(str),
-                        n_source=source.n_models)
+                        n_source=source.n_models, seed=seed, options=dict(options),
+                        budget=float(k))
 
 
 def _needs(component: Any) -> int:

@@ -397,3 +397,32 @@ def read_lm_eval(directory: str | os.PathLike, metric: str | Mapping[str, str] =
                              index=pd.Index(items, name="item"))
     return ScoreMatrix(values, models=models, items=items, kind=kind, level="item",
                        item_meta=item_meta, name=name or root.resolve().name, strict=strict)
+
+
+def lm_eval_samples(items: Iterable[str]) -> dict[str, list[int]]:
+    """The document indices per task that lm-eval's ``--samples`` option takes.
+
+    ``lm_eval run ... --samples FILE`` (in lm-eval 0.4.13's ``lm_eval run --help``) reads a
+    JSON object mapping each task to the indices of the documents to evaluate, e.g.
+    ``{"arc_easy": [3, 17], "gsm8k": [0, 5]}``, and logs them under the same
+    ``doc_id``; this turns coreset item ids ``"<task>/<doc_id>"`` (as :func:`read_lm_eval`
+    names them) into that object (tasks in order of appearance, indices sorted).
+
+    Raises
+    ------
+    ValidationError
+        An item id that is not ``<task>/<non-negative integer>``.
+    """
+    out: dict[str, list[int]] = {}
+    bad = []
+    for item in items:
+        task, sep, doc = str(item).rpartition("/")
+        if not sep or not task or not doc.isdigit():
+            bad.append(item)
+            continue
+        out.setdefault(task, []).append(int(doc))
+    if bad:
+        raise ValidationError(f"items {preview(bad, 3)} are not lm-eval document ids "
+                              "(<task>/<doc_id>); lm-eval's --samples needs a matrix read from "
+                              "lm-eval logs")
+    return {task: sorted(set(docs)) for task, docs in out.items()}

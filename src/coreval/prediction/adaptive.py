@@ -75,10 +75,18 @@ class AdaptivePredictor(Predictor):
                               weights=bank.weights[coreset.indices],
                               groups=None if bank.groups is None else
                               bank.groups[coreset.indices], tau=self.tau)
-        stops = [max_items(int(coreset.max_items))]
+
+    @property
+    def stop_(self):
+        """The stopping rule: the budget, or an interval of at most ``width``.
+
+        Derived from the parameters and the coreset rather than stored, so that the
+        fitted state is data only (a saved selection holds no functions).
+        """
+        stops = [max_items(int(self.coreset_.max_items))]
         if self.width is not None:
             stops.append(score_width(self.width, self.level))
-        self.stop_ = any_of(*stops)
+        return any_of(*stops)
 
     def _predict(self, x: np.ndarray) -> Prediction:
         means, lowers, uppers, used = [], [], [], []
