@@ -30,6 +30,19 @@ N_DOCS = 20
 STAMP = "2024-05-01T10-00-00.000000"
 
 
+def _docs(task: str) -> list[dict]:
+    """The documents of a tiny multiple-choice task."""
+    t = TASKS.index(task)
+    return [{"question": f"{task}: question {i}?", "choices": ["w", "x", "y", "z"],
+             "answer": (i + t) % 4} for i in range(N_DOCS)]
+
+
+def _doc_hash(doc: dict) -> str:
+    """lm-eval's ``doc_hash``: SHA-256 of the document as indented JSON (evaluator.py)."""
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def _write_source_logs(folder: Path, n_models: int = 12, seed: int = 0) -> None:
     """Per-sample logs of ``n_models`` source models, one folder each (2PL-like scores)."""
     rng = np.random.default_rng(seed)
@@ -39,8 +52,9 @@ def _write_source_logs(folder: Path, n_models: int = 12, seed: int = 0) -> None:
         model.mkdir(parents=True)
         for t, task in enumerate(TASKS):
             p = 1.0 / (1.0 + np.exp(-(ability - difficulty[t])))
-            rows = [{"doc_id": i, "filter": "none", "metrics": ["acc"],
-                     "acc": float(rng.random() < p[i])} for i in range(N_DOCS)]
+            rows = [{"doc_id": i, "doc": doc, "filter": "none", "metrics": ["acc"],
+                     "doc_hash": _doc_hash(doc), "acc": float(rng.random() < p[i])}
+                    for i, doc in enumerate(_docs(task))]
             (model / f"samples_{task}_{STAMP}.jsonl").write_text(
                 "".join(json.dumps(r) + "\n" for r in rows))
 
@@ -67,6 +81,43 @@ def test_select_format_lm_eval_writes_the_samples_json(tmp_path):
     assert sum(len(v) for v in samples.values()) == 6
     assert set(samples) <= set(TASKS)
     assert all(v == sorted(v) and all(isinstance(i, int) for i in v) for v in samples.values())
+
+
+def test_predict_from_refuses_logs_of_other_documents(tmp_path):
+    """A new model's log whose doc_hash differs from the source logs' names task and doc."""
+    _write_source_logs(tmp_path / "source")
+    runner = CliRunner()
+    sel = runner.invoke(app, ["select", str(tmp_path / "source"), "--method", "random+",
+                              "--budget", "6", "--save", str(tmp_path / "sel")])
+    assert sel.exit_code == 0, sel.output
+    from coreval.saved_selection import load_selection
+
+    coreset = load_selection(tmp_path / "sel").coreset.items.astype(str)
+    new = tmp_path / "new" / "org__new-model"
+    new.mkdir(parents=True)
+    shifted = sorted(coreset)[0]  # this document's id now names another document
+    for task in TASKS:
+        docs = _docs(task)
+        rows = [{"doc_id": i, "filter": "none", "metrics": ["acc"], "acc": 1.0,
+                 "doc_hash": _doc_hash(docs[(i + 1) % N_DOCS] if f"{task}/{i}" == shifted
+                                       else docs[i])}
+                for i in range(N_DOCS) if f"{task}/{i}" in set(coreset)]
+        if rows:
+            (new / f"samples_{task}_{STAMP}.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in rows))
+    res = runner.invoke(app, ["predict", "--from", str(tmp_path / "sel"), str(new)])
+    task, _, doc = shifted.rpartition("/")
+    assert res.exit_code == 2
+    assert f"task {task!r} doc {doc}: doc_hash differs from the source logs" in res.output
+    # the same logs with the right documents predict
+    for path in new.iterdir():
+        task = path.name[len("samples_"):-len(f"_{STAMP}.jsonl")]
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        for r in rows:
+            r["doc_hash"] = _doc_hash(_docs(task)[r["doc_id"]])
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ok = runner.invoke(app, ["predict", "--from", str(tmp_path / "sel"), str(new)])
+    assert ok.exit_code == 0, ok.output
 
 
 def test_select_format_lm_eval_needs_lm_eval_ids(tmp_path):
@@ -119,11 +170,9 @@ def run_lm_eval(argv: list[str]) -> None:
 def _write_tasks(folder: Path) -> None:
     """Two multiple-choice tasks, each a YAML config over a local JSONL file."""
     folder.mkdir()
-    for t, task in enumerate(TASKS):
-        docs = [{"question": f"{task}: question {i}?", "choices": ["w", "x", "y", "z"],
-                 "answer": (i + t) % 4} for i in range(N_DOCS)]
+    for task in TASKS:
         data = folder / f"{task}.jsonl"
-        data.write_text("".join(json.dumps(d) + "\n" for d in docs))
+        data.write_text("".join(json.dumps(d) + "\n" for d in _docs(task)))
         (folder / f"{task}.yaml").write_text(
             f"task: {task}\n"
             "dataset_path: json\n"
@@ -163,6 +212,9 @@ def test_select_lm_eval_on_the_subset_then_predict_from(tmp_path):
 
     logs = read_lm_eval(tmp_path / "new", strict=False)
     assert logs.models.tolist() == ["dummy/new-model"]  # from the results JSON
+    # the documents lm-eval ran are those of the source logs (same doc_hash)
+    source = read_lm_eval(tmp_path / "source")
+    assert (logs.item_meta["doc_hash"] == source.item_meta["doc_hash"].reindex(logs.items)).all()
     assert lm_eval_samples(logs.items) == {t: wanted[t] for t in logs.item_meta["group"]
                                            .unique()}  # lm-eval ran the coreset only
     assert len(logs.items) == 8

@@ -166,16 +166,7 @@ def _read_responses(path: Path, lm_eval: dict | None = None):
     import pandas as pd
 
     if path.is_dir():
-        from coreval.data.lm_eval import read_lm_eval
-
-        logs = read_lm_eval(path, **{**(lm_eval or {}), "strict": False})
-        if logs.n_models != 1:
-            raise CorevalError(f"{path} holds the logs of {logs.n_models} models "
-                               f"({', '.join(map(str, logs.models[:3]))}); give one model's "
-                               "folder")
-        row = logs.values[0]
-        keep = ~np.isnan(row)
-        return pd.Series(row[keep], index=logs.items[keep].astype(str))
+        return _logs_series(_read_one_model_logs(path, lm_eval))
     try:
         table = (pd.read_parquet(path) if path.suffix.lower() == ".parquet"
                  else pd.read_csv(path, dtype={"item": str, "model": str}))
@@ -204,6 +195,27 @@ def _read_responses(path: Path, lm_eval: dict | None = None):
                                        zip(table["item"][bad][:5], table["score"][bad][:5],
                                            strict=True)))
     return pd.Series(scores.to_numpy(float), index=table["item"].astype(str))
+
+
+def _read_one_model_logs(path: Path, lm_eval: dict | None):
+    """The lm-eval logs of one (new) model in folder ``path``, as a one-row matrix."""
+    from coreval.data.lm_eval import read_lm_eval
+
+    logs = read_lm_eval(path, **{**(lm_eval or {}), "strict": False})
+    if logs.n_models != 1:
+        raise CorevalError(f"{path} holds the logs of {logs.n_models} models "
+                           f"({', '.join(map(str, logs.models[:3]))}); give one model's "
+                           "folder")
+    return logs
+
+
+def _logs_series(logs):
+    """The scores of a one-model matrix read from lm-eval logs, by item id (no NaN)."""
+    import pandas as pd
+
+    row = logs.values[0]
+    keep = ~np.isnan(row)
+    return pd.Series(row[keep], index=logs.items[keep].astype(str))
 
 
 def _lm_eval_options(metric: list[str] | None, filter_: str | None,
@@ -419,7 +431,7 @@ def select_cmd(
     if save is not None:
         from coreval.saved_selection import save_selection
 
-        save_selection(fitted, save, provenance=_provenance(data, matrix, lm))
+        save_selection(fitted, save, provenance=_provenance(data, matrix, lm, cs.items))
         typer.echo(f"saved the fitted selection to {save}", err=out is None)
     if format_ == "lm-eval":
         text = json.dumps(lm_eval_samples(cs.items), indent=1) + "\n"
@@ -436,8 +448,12 @@ def select_cmd(
         typer.echo(text, nl=False)
 
 
-def _provenance(data: str, matrix, lm: dict) -> dict[str, object]:
-    """What a saved selection records about its source data (JSON-able)."""
+def _provenance(data: str, matrix, lm: dict, coreset_items) -> dict[str, object]:
+    """What a saved selection records about its source data (JSON-able).
+
+    For lm-eval logs: the metric of each task, the filter, and lm-eval's ``doc_hash`` of
+    each coreset document, which a new model's logs must match.
+    """
     out: dict[str, object] = {"data": str(data), "name": matrix.name,
                               "n_models": int(matrix.n_models), "n_items": int(matrix.n_items)}
     meta = matrix.item_meta
@@ -445,6 +461,9 @@ def _provenance(data: str, matrix, lm: dict) -> dict[str, object]:
         metrics = ({} if meta is None or "metric" not in meta.columns else
                    dict(zip(meta["group"].astype(str), meta["metric"].astype(str), strict=True)))
         out["lm_eval"] = {"metric": metrics, "filter": lm.get("filter")}
+        if meta is not None and "doc_hash" in meta.columns:
+            hashes = meta["doc_hash"].reindex(list(map(str, coreset_items))).dropna()
+            out["lm_eval"]["doc_hash"] = {str(k): str(v) for k, v in hashes.items()}
     return out
 
 
@@ -528,15 +547,34 @@ def _prediction_summary(fitted, pred) -> dict[str, object]:
             "level": pred.level, "interval": pred.interval}
 
 
+def _check_doc_hashes(saved: dict[str, str], logs, path: Path) -> None:
+    """A coreset document whose lm-eval ``doc_hash`` differs from the source logs' is an error
+    (the same ``doc_id`` names another document, e.g. in another version of the task)."""
+    meta = logs.item_meta
+    if not saved or meta is None or "doc_hash" not in meta.columns:
+        return
+    new = meta["doc_hash"].dropna()
+    differ = [item for item, h in new.items() if item in saved and saved[item] != h]
+    if differ:
+        task, _, doc = differ[0].rpartition("/")
+        raise CorevalError(f"{path}: task {task!r} doc {doc}: doc_hash differs from the source "
+                           f"logs of the saved selection ({len(differ)} of {len(new)} documents "
+                           "differ; another version of the task?)")
+
+
 def _predict_saved(folder: Path, responses: Path, lm: dict):
     """Predict with a saved selection; lm-eval logs are read as the source logs were."""
     from coreval.saved_selection import load_selection, read_manifest
 
     saved_lm = read_manifest(folder).get("provenance", {}).get("lm_eval") or {}
-    if responses.is_dir():  # the metric of each task and the filter the source logs used
-        lm = {**{k: v for k, v in saved_lm.items() if v}, **lm}
     fitted = load_selection(folder)
-    series = _read_responses(responses, lm)
+    if responses.is_dir():  # read with the metric of each task and the filter of the source
+        lm = {**{k: saved_lm[k] for k in ("metric", "filter") if saved_lm.get(k)}, **lm}
+        logs = _read_one_model_logs(responses, lm)
+        _check_doc_hashes(saved_lm.get("doc_hash") or {}, logs, responses)
+        series = _logs_series(logs)
+    else:
+        series = _read_responses(responses, lm)
     result = {"method": fitted.method.name, "from": str(folder), "seed": fitted.seed,
               "budget": fitted.budget,
               **_prediction_summary(fitted, fitted.predict(series))}

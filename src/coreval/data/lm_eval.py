@@ -338,7 +338,8 @@ def read_lm_eval(directory: str | os.PathLike, metric: str | Mapping[str, str] =
     ScoreMatrix
         Rows = models (sorted ids), columns = ``"<task>/<doc_id>"`` (tasks in
         the order given, else sorted; documents by numeric id), NaN where a
-        model lacks a task. ``item_meta`` has ``group`` (= task) and ``doc_id``.
+        model lacks a task. ``item_meta`` has ``group`` (= task), ``doc_id``, ``metric``
+        and, where the logs have it, ``doc_hash`` (lm-eval's hash of the document).
         When a model has several runs of a task (also across folders), the
         newest timestamp is used.
 
@@ -395,6 +396,12 @@ def read_lm_eval(directory: str | os.PathLike, metric: str | Mapping[str, str] =
                               "doc_id": columns["doc_id"].to_numpy(),
                               "metric": [chosen[t] for t in columns["task"]]},
                              index=pd.Index(items, name="item"))
+    hashed = long.dropna(subset=["doc_hash"])
+    if len(hashed):  # checked equal across models above: one hash per document
+        by_item = pd.Series(hashed["doc_hash"].to_numpy(),
+                            index=hashed["task"] + "/" + hashed["doc_id"])
+        by_item = by_item[~by_item.index.duplicated()]
+        item_meta["doc_hash"] = by_item.reindex(item_meta.index).astype(object).to_numpy()
     return ScoreMatrix(values, models=models, items=items, kind=kind, level="item",
                        item_meta=item_meta, name=name or root.resolve().name, strict=strict)
 
