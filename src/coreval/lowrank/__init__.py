@@ -15,7 +15,13 @@ mapped back.
 """
 
 from coreval.lowrank.als import ALSState, als_init, als_reconstruct, als_step, complete_als, fit_als
-from coreval.lowrank.bayes import fit_lowrank_posterior, lowrank_model, predictive_draws
+from coreval.lowrank.bayes import (
+    fit_lowrank_nuts,
+    fit_lowrank_posterior,
+    lowrank_model,
+    predictive_draws,
+    start_values,
+)
 from coreval.lowrank.complete import (
     Completion,
     complete_bayes,
@@ -38,6 +44,7 @@ __all__ = [
     "complete_bias_als",
     "conformal_factor",
     "fit_als",
+    "fit_lowrank_nuts",
     "fit_lowrank_posterior",
     "fit_transform",
     "forward",
@@ -46,4 +53,5 @@ __all__ = [
     "lowrank_model",
     "predictive_draws",
     "select_als",
+    "start_values",
 ]

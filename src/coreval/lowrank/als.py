@@ -64,8 +64,12 @@ def check_options(rank: int, lam: float, n_iter: int = 1, n_ensemble: int = 1) -
 
 
 def als_init(z: np.ndarray, observed: np.ndarray, rank: int,
-             rng: np.random.Generator) -> ALSState:
-    """Starting point: ``mu`` = mean of observed ``z``, zero biases, ``N(0, 0.01^2)`` factors."""
+             rng: np.random.Generator | np.random.RandomState) -> ALSState:
+    """Starting point: ``mu`` = mean of observed ``z``, zero biases, ``N(0, 0.01^2)`` factors.
+
+    ``U`` is drawn before ``V`` from ``rng`` (a ``Generator``, or the legacy ``RandomState``
+    the authors' code uses).
+    """
     n_rows, n_cols = z.shape
     mu = float(z[observed].mean()) if observed.any() else 0.0
     U = rng.normal(0.0, 0.01, size=(n_rows, rank))
@@ -121,19 +125,25 @@ def als_reconstruct(state: ALSState) -> np.ndarray:
 
 
 def fit_als(z: np.ndarray, observed: np.ndarray, *, rank: int = 2, lam: float = 0.1,
-            n_iter: int = 40, seed: int = 0) -> ALSState:
-    """Run ``n_iter`` ALS sweeps from one random start (seeded ``numpy`` generator)."""
+            n_iter: int = 40, seed: int = 0, legacy_rng: bool = False) -> ALSState:
+    """Run ``n_iter`` ALS sweeps from one random start.
+
+    The start is drawn from ``numpy.random.default_rng(seed)``, or with ``legacy_rng`` from
+    ``numpy.random.RandomState(seed)`` as in the authors' ``complete_bias_als`` (their
+    predictions are then reproduced to float rounding).
+    """
     check_options(rank, lam, n_iter)
     z = np.where(observed, z, 0.0)
-    state = als_init(z, observed, int(rank), np.random.default_rng(seed))
+    rng = np.random.RandomState(seed) if legacy_rng else np.random.default_rng(seed)
+    state = als_init(z, observed, int(rank), rng)
     for _ in range(int(n_iter)):
         state = als_step(state, z, observed, float(lam))
     return state
 
 
 def complete_als(z: np.ndarray, observed: np.ndarray, *, rank: int = 2, lam: float = 0.1,
-                 n_iter: int = 40, n_ensemble: int = 10,
-                 seed: int = 42) -> tuple[np.ndarray, list[ALSState]]:
+                 n_iter: int = 40, n_ensemble: int = 10, seed: int = 42,
+                 legacy_rng: bool = False) -> tuple[np.ndarray, list[ALSState]]:
     """Bias-ALS completion averaged over ``n_ensemble`` starts (seeds ``seed + s``).
 
     Parameters
@@ -151,6 +161,9 @@ def complete_als(z: np.ndarray, observed: np.ndarray, *, rank: int = 2, lam: flo
         Random starts averaged (the authors use 10).
     seed : int
         Base seed: same seed, same numbers.
+    legacy_rng : bool
+        Draw the starts with ``numpy.random.RandomState`` (the authors' generator, see
+        :func:`fit_als`) instead of ``numpy.random.default_rng``.
 
     Returns
     -------
@@ -165,7 +178,8 @@ def complete_als(z: np.ndarray, observed: np.ndarray, *, rank: int = 2, lam: flo
     if z.shape != observed.shape or z.ndim != 2:
         raise ValidationError(f"z and observed must be 2-D of one shape, got {z.shape} "
                               f"and {observed.shape}")
-    states = [fit_als(z, observed, rank=rank, lam=lam, n_iter=n_iter, seed=seed + s)
+    states = [fit_als(z, observed, rank=rank, lam=lam, n_iter=n_iter, seed=seed + s,
+                      legacy_rng=legacy_rng)
               for s in range(int(n_ensemble))]
     completed = np.mean([als_reconstruct(s) for s in states], axis=0)
     return completed, states

@@ -19,8 +19,14 @@ from typing import NamedTuple
 import numpy as np
 
 from coreval.errors import ValidationError
-from coreval.lowrank.als import complete_als
-from coreval.lowrank.bayes import Guide, Noise, fit_lowrank_posterior, predictive_draws
+from coreval.lowrank.als import complete_als, fit_als
+from coreval.lowrank.bayes import (
+    Guide,
+    Noise,
+    fit_lowrank_nuts,
+    fit_lowrank_posterior,
+    predictive_draws,
+)
 from coreval.lowrank.transform import Transform, check_matrix, fit_transform, forward, inverse
 
 
@@ -53,7 +59,7 @@ def _prepare(values: np.ndarray, transform: Transform):
 
 def complete_bias_als(values: np.ndarray, *, transform: Transform = "logit", rank: int = 2,
                       lam: float = 0.1, n_iter: int = 40, n_ensemble: int = 10,
-                      seed: int = 42) -> Completion:
+                      seed: int = 42, legacy_rng: bool = False) -> Completion:
     """Bias-ALS completion in the transformed space (Zeng & Papailiopoulos 2026, section 4.2).
 
     Parameters
@@ -62,12 +68,13 @@ def complete_bias_als(values: np.ndarray, *, transform: Transform = "logit", ran
         Scores on native scales, NaN = unobserved.
     transform : {"logit", "identity"}
         Score transform of percentage columns (:func:`coreval.lowrank.transform.fit_transform`).
-    rank, lam, n_iter, n_ensemble, seed
-        Options of :func:`coreval.lowrank.als.complete_als`.
+    rank, lam, n_iter, n_ensemble, seed, legacy_rng
+        Options of :func:`coreval.lowrank.als.complete_als` (``legacy_rng=True`` reproduces
+        the authors' predictions, not only their accuracy).
     """
     _, ct, observed, z = _prepare(values, transform)
     completed, _ = complete_als(z, observed, rank=rank, lam=lam, n_iter=n_iter,
-                                n_ensemble=n_ensemble, seed=seed)
+                                n_ensemble=n_ensemble, seed=seed, legacy_rng=legacy_rng)
     mean = inverse(ct, completed)
     nan = np.full_like(mean, np.nan)
     return Completion(mean, nan, nan.copy(), "none")
@@ -116,23 +123,33 @@ def conformal_factor(y: np.ndarray, center: np.ndarray, half_width: np.ndarray,
     return float(np.quantile(score, q, method="higher"))
 
 
-def _bayes_z(z: np.ndarray, observed: np.ndarray, *, rank: int, noise: Noise, guide: Guide,
-             n_steps: int, learning_rate: float, n_draws: int, level: float,
-             seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _bayes_z(z: np.ndarray, observed: np.ndarray, *, inference: str, rank: int,
+             noise: Noise, df: float | None, guide: Guide, n_steps: int,
+             learning_rate: float, num_warmup: int, num_samples: int, level: float,
+             init: str, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Posterior mean of the cell means and the predictive median / central interval (z)."""
-    post = fit_lowrank_posterior(z, observed, rank=rank, noise=noise, guide=guide,
-                                 n_steps=n_steps, learning_rate=learning_rate,
-                                 n_draws=n_draws, seed=seed)
-    draws = predictive_draws(post, np.random.default_rng(seed))
+    start = (fit_als(z, observed, rank=rank, lam=0.1, seed=seed) if init == "als" else None)
+    if inference == "nuts":
+        post = fit_lowrank_nuts(z, observed, rank=rank, noise=noise, df=df,
+                                num_warmup=num_warmup, num_samples=num_samples, init=start,
+                                seed=seed)
+    else:
+        post = fit_lowrank_posterior(z, observed, rank=rank, noise=noise, guide=guide,
+                                     n_steps=n_steps, learning_rate=learning_rate,
+                                     n_draws=num_samples, init=start, seed=seed)
+        df = None
+    draws = predictive_draws(post, np.random.default_rng(seed), df)
     alpha = 1.0 - level
     lo, med, hi = np.quantile(draws, [alpha / 2, 0.5, 1 - alpha / 2], axis=0)
     return post["loc"].mean(axis=0), med, lo, hi
 
 
 def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: int = 2,
-                   noise: Noise = "column", guide: Guide = "normal", n_steps: int = 3000,
-                   learning_rate: float = 0.02, n_draws: int = 400, level: float = 0.9,
-                   calibration: str = "posterior", inner_fraction: float = 1 / 3,
+                   noise: Noise = "column", df: float | None = 4.0,
+                   inference: str = "nuts", num_warmup: int = 300, num_samples: int = 300,
+                   guide: Guide = "normal", n_steps: int = 3000, learning_rate: float = 0.02,
+                   level: float = 0.9, calibration: str = "posterior",
+                   inner_fraction: float = 1 / 3, init: str = "als",
                    seed: int = 0) -> Completion:
     """Bayesian low-rank completion with posterior predictive intervals.
 
@@ -141,8 +158,14 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
     values : ndarray of shape (n_models, n_benchmarks)
         Scores on native scales, NaN = unobserved.
     transform : {"logit", "identity"}
-    rank, noise, guide, n_steps, learning_rate, n_draws
-        Options of :func:`coreval.lowrank.bayes.fit_lowrank_posterior`.
+    rank, noise, df
+        Model options (:func:`coreval.lowrank.bayes.lowrank_model`); ``df`` is the Student-t
+        likelihood's degrees of freedom (``None``: normal). SVI always uses a normal
+        likelihood.
+    inference : {"nuts", "svi"}
+        NUTS (:func:`~coreval.lowrank.bayes.fit_lowrank_nuts`, ``num_warmup`` +
+        ``num_samples``) or SVI (:func:`~coreval.lowrank.bayes.fit_lowrank_posterior`,
+        ``guide``, ``n_steps``, ``learning_rate``, ``num_samples`` guide draws).
     level : float
         Nominal coverage of the central interval.
     calibration : {"posterior", "conformal"}
@@ -153,8 +176,11 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
         median, in z-space) by it.
     inner_fraction : float
         Share of each model's training cells held out for the conformal factor.
+    init : {"als", "random"}
+        Start inference at a Bias-ALS fit (rank ``rank``, lambda 0.1, 40 sweeps) of the same
+        cells, or at a small random point.
     seed : int
-        Seed of SVI, of the predictive draws and of the inner split.
+        Seed of inference, of the predictive draws and of the inner split.
 
     Returns
     -------
@@ -164,11 +190,16 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
     if calibration not in ("posterior", "conformal"):
         raise ValidationError(f"calibration must be 'posterior' or 'conformal', got "
                               f"{calibration!r}")
+    if inference not in ("nuts", "svi"):
+        raise ValidationError(f"inference must be 'nuts' or 'svi', got {inference!r}")
     if not 0.0 < level < 1.0:
         raise ValidationError(f"level must be in (0, 1), got {level}")
+    if init not in ("als", "random"):
+        raise ValidationError(f"init must be 'als' or 'random', got {init!r}")
     _, ct, observed, z = _prepare(values, transform)
-    opts = dict(rank=rank, noise=noise, guide=guide, n_steps=n_steps,
-                learning_rate=learning_rate, n_draws=n_draws, level=level)
+    opts = dict(inference=inference, rank=rank, noise=noise, df=df, guide=guide,
+                n_steps=n_steps, learning_rate=learning_rate, num_warmup=num_warmup,
+                num_samples=num_samples, level=level, init=init)
     mean_z, med_z, lo_z, hi_z = _bayes_z(z, observed, seed=seed, **opts)
     interval = "posterior"
     if calibration == "conformal":

@@ -40,6 +40,7 @@ BUILTIN_FAMILIES: tuple[str, ...] = (
     "coreval.methods.irt",
     "coreval.methods.mrmr",
     "coreval.methods.gaussian",
+    "coreval.methods.lowrank",
     "coreval.methods.simba",
     "coreval.methods.scales",
     "coreval.methods.adaptive",

@@ -1,0 +1,261 @@
+"""Whole-benchmark imputation with bias-decomposed low-rank completion (BenchPress).
+
+Both predictors fit the low-rank engine (:mod:`coreval.lowrank`) on the source models and
+predict a new model's unselected benchmarks from its scores on the selected ones, by folding
+the new row into the fitted column parameters (:mod:`coreval.lowrank.foldin`):
+
+* :class:`LowRankImputer` — logit Bias-ALS (Zeng & Papailiopoulos 2026; rank 2, lambda 0.1,
+  10 starts); its interval is split conformal on source models held out in
+  ``calibration_folds`` folds and folded in from their selected benchmarks, as a new model
+  would be (``interval="split-conformal"``);
+* :class:`BayesLowRankImputer` — the Bayesian model (:func:`coreval.lowrank.lowrank_model`,
+  NUTS), with the posterior predictive interval of each benchmark (``interval="posterior"``).
+
+As in :class:`~coreval.prediction.gaussian_imputer.GaussianImputer`, a selected benchmark the
+model has keeps its observed value (zero-width interval), a model with none of the selected
+benchmarks gets a NaN row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from coreval.base import Coreset, Prediction, Predictor
+from coreval.base.cache import get_or_fit, source_fingerprint
+from coreval.data.matrix import ScoreMatrix
+from coreval.errors import ValidationError
+from coreval.lowrank import (
+    complete_als,
+    conformal_factor,
+    fit_als,
+    fit_lowrank_nuts,
+    fit_transform,
+    forward,
+    inverse,
+)
+from coreval.lowrank.foldin import als_fold_in, bayes_fold_in
+
+
+def _check_level(level: float) -> None:
+    if not 0.0 < level < 1.0:
+        raise ValidationError(f"level must be in (0, 1), got {level}")
+
+
+def _z_source(values: np.ndarray, transform: str):
+    ct = fit_transform(values, transform=transform)
+    observed = ~np.isnan(values)
+    return ct, observed, np.where(observed, forward(ct, np.where(observed, values, 0.0)), 0.0)
+
+
+def _patterns(usable: np.ndarray):
+    """Row groups sharing one pattern of usable selected columns (rows with none skipped)."""
+    patterns, inv = np.unique(usable, axis=0, return_inverse=True)
+    for g, pattern in enumerate(patterns):
+        if pattern.any():
+            yield np.flatnonzero(inv.ravel() == g), np.flatnonzero(pattern)
+
+
+def _keep_observed(mean, lower, upper, x, sel, usable) -> None:
+    has = ~np.isnan(x) & usable.any(axis=1)[:, None]
+    for col in range(len(sel)):
+        rows = np.flatnonzero(has[:, col])
+        mean[rows, sel[col]] = lower[rows, sel[col]] = upper[rows, sel[col]] = x[rows, col]
+
+
+class LowRankImputer(Predictor):
+    """Impute every benchmark of new models with logit Bias-ALS (BenchPress's default).
+
+    Parameters
+    ----------
+    rank : int
+        Rank of ``U V^T``.
+    lam : float
+        Ridge penalty of ALS.
+    transform : {"logit", "identity"}
+        Transform of percentage columns (:func:`coreval.lowrank.fit_transform`).
+    n_iter, n_ensemble : int
+        ALS sweeps per start and starts averaged.
+    level : float
+        Nominal coverage of the split-conformal intervals.
+    calibration_folds : int
+        Source models are split into this many folds; each fold is folded in from its
+        selected benchmarks into a fit on the others, and the ``level`` conformal quantile of
+        the absolute z-space residuals on their other benchmarks is the interval's half-width.
+    seed : int
+        Seed of the ALS starts and of the calibration folds.
+
+    Attributes
+    ----------
+    transform_ : ColumnTransform
+    states_ : list of ALSState
+        The fitted starts.
+    half_width_ : float
+        Half-width of the interval in the transformed, standardised space.
+    columns_ : ndarray of str
+    """
+
+    task = "impute"
+    allows_missing_responses = True
+
+    def __init__(self, rank: int = 2, lam: float = 0.1, *, transform: str = "logit",
+                 n_iter: int = 40, n_ensemble: int = 10, level: float = 0.9,
+                 calibration_folds: int = 5, seed: int = 42) -> None:
+        self.rank = rank
+        self.lam = lam
+        self.transform = transform
+        self.n_iter = n_iter
+        self.n_ensemble = n_ensemble
+        self.level = level
+        self.calibration_folds = calibration_folds
+        self.seed = seed
+
+    def _complete(self, z: np.ndarray, observed: np.ndarray, n_ensemble: int) -> list:
+        return complete_als(z, observed, rank=self.rank, lam=self.lam, n_iter=self.n_iter,
+                            n_ensemble=n_ensemble, seed=self.seed)[1]
+
+    def _calibrate(self, z: np.ndarray, observed: np.ndarray, sel: np.ndarray) -> float:
+        """Conformal half-width from source models folded in out of fold."""
+        n = z.shape[0]
+        k = int(self.calibration_folds)
+        if k < 2 or n < 2 * k:
+            raise ValidationError(f"calibration_folds must be >= 2 and at most half the "
+                                  f"{n} source models, got {self.calibration_folds}")
+        fold = np.random.default_rng(self.seed).permutation(n) % k
+        resid = []
+        for f in range(k):
+            test = fold == f
+            states = self._complete(z[~test], observed[~test], max(2, self.n_ensemble // 3))
+            usable = observed[np.ix_(test, sel)]
+            z_t, o_t = z[test], observed[test]
+            for rows, cols in _patterns(usable):
+                pred = als_fold_in(z_t[np.ix_(rows, sel[cols])], sel[cols], states, self.lam)
+                other = o_t[rows].copy()
+                other[:, sel] = False
+                resid.append(np.abs(z_t[rows] - pred)[other])
+        resid = np.concatenate(resid) if resid else np.array([])
+        return conformal_factor(resid, 0.0, np.ones_like(resid), self.level)
+
+    def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
+        _check_level(self.level)
+        ct, observed, z = _z_source(np.asarray(source.values, dtype=np.float64),
+                                    self.transform)
+        key = ("bias-als", source_fingerprint(source), self.transform, self.rank, self.lam,
+               self.n_iter, self.n_ensemble, self.seed)
+        self.states_ = get_or_fit(self.cache_, key,
+                                  lambda: self._complete(z, observed, self.n_ensemble))
+        self.half_width_ = self._calibrate(z, observed, coreset.indices)
+        self.transform_ = ct
+        self.columns_ = source.items
+
+    def _predict(self, x: np.ndarray) -> Prediction:
+        sel = self.coreset_.indices
+        ct = self.transform_
+        sub = ct._replace(logit=ct.logit[sel], percent=ct.percent[sel], mean=ct.mean[sel],
+                          std=ct.std[sel])
+        z = forward(sub, x)
+        usable = ~np.isnan(z)
+        n_models, n = x.shape[0], len(self.columns_)
+        mean_z = np.full((n_models, n), np.nan)
+        for rows, cols in _patterns(usable):
+            mean_z[rows] = als_fold_in(z[np.ix_(rows, cols)], sel[cols], self.states_,
+                                       self.lam)
+        mean = inverse(ct, mean_z)
+        lower = inverse(ct, mean_z - self.half_width_)
+        upper = inverse(ct, mean_z + self.half_width_)
+        _keep_observed(mean, lower, upper, x, sel, usable)
+        return Prediction(mean=mean, lower=lower, upper=upper, level=self.level,
+                          interval="split-conformal", columns=self.columns_)
+
+
+class BayesLowRankImputer(Predictor):
+    """Impute every benchmark of new models with the Bayesian low-rank model (NUTS).
+
+    Parameters
+    ----------
+    rank : int
+        Number of factors.
+    df : float or None
+        Student-t degrees of freedom of the likelihood (``None``: normal).
+    noise : {"column", "shared"}
+        Per-benchmark or shared noise scale.
+    transform : {"logit", "identity"}
+    num_warmup, num_samples : int
+        NUTS settings (one chain, started at a Bias-ALS fit).
+    level : float
+        Nominal coverage of the posterior predictive intervals.
+    seed : int
+        Seed of NUTS and of the predictive draws: same seed, same numbers.
+
+    Attributes
+    ----------
+    transform_ : ColumnTransform
+    posterior_ : dict
+        Draws of the column parameters (:func:`coreval.lowrank.fit_lowrank_nuts`).
+    columns_ : ndarray of str
+    """
+
+    task = "impute"
+    allows_missing_responses = True
+
+    def __init__(self, rank: int = 2, df: float | None = 4.0, *, noise: str = "column",
+                 transform: str = "logit", num_warmup: int = 300, num_samples: int = 300,
+                 level: float = 0.9, seed: int = 0) -> None:
+        self.rank = rank
+        self.df = df
+        self.noise = noise
+        self.transform = transform
+        self.num_warmup = num_warmup
+        self.num_samples = num_samples
+        self.level = level
+        self.seed = seed
+
+    def _options(self) -> dict[str, Any]:
+        return {"rank": self.rank, "noise": self.noise, "df": self.df,
+                "num_warmup": self.num_warmup, "num_samples": self.num_samples,
+                "seed": self.seed}
+
+    def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
+        _check_level(self.level)
+        ct, observed, z = _z_source(np.asarray(source.values, dtype=np.float64),
+                                    self.transform)
+        options = self._options()
+        key = ("bayes-lowrank", source_fingerprint(source), self.transform,
+               tuple(sorted(options.items())))
+
+        def fit() -> dict[str, np.ndarray]:
+            start = fit_als(z, observed, rank=self.rank, lam=0.1, seed=self.seed)
+            return fit_lowrank_nuts(z, observed, init=start, **options)
+
+        self.posterior_ = get_or_fit(self.cache_, key, fit)
+        self.transform_ = ct
+        self.columns_ = source.items
+
+    def _predict(self, x: np.ndarray) -> Prediction:
+        sel = self.coreset_.indices
+        ct = self.transform_
+        sub = ct._replace(logit=ct.logit[sel], percent=ct.percent[sel], mean=ct.mean[sel],
+                          std=ct.std[sel])
+        z = forward(sub, x)
+        usable = ~np.isnan(z)
+        n_models, n = x.shape[0], len(self.columns_)
+        n_draw = self.posterior_["mu"].shape[0]
+        mean_z = np.full((n_models, n), np.nan)
+        draws_z = np.full((n_draw, n_models, n), np.nan)
+        rng = np.random.default_rng(self.seed)
+        for rows, cols in _patterns(usable):
+            cond, draws = bayes_fold_in(z[np.ix_(rows, cols)], sel[cols], self.posterior_,
+                                        rng, self.df)
+            mean_z[rows] = cond.mean(axis=0)
+            draws_z[:, rows] = draws
+        alpha = (1.0 - self.level) / 2.0
+        lo_z, hi_z = np.quantile(draws_z, [alpha, 1.0 - alpha], axis=0)
+        mean, lower, upper = inverse(ct, mean_z), inverse(ct, lo_z), inverse(ct, hi_z)
+        draws = inverse(ct, draws_z)
+        _keep_observed(mean, lower, upper, x, sel, usable)
+        has = ~np.isnan(x) & usable.any(axis=1)[:, None]
+        for col in range(len(sel)):
+            draws[:, has[:, col], sel[col]] = x[has[:, col], col]
+        return Prediction(mean=mean, lower=lower, upper=upper, level=self.level,
+                          interval="posterior", draws=draws, columns=self.columns_)

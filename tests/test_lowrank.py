@@ -1,0 +1,317 @@
+"""The low-rank engine (transform, Bias-ALS, Bayesian model) and the held-out-cell harness."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from coreval.errors import ValidationError
+from coreval.harness.cells import evaluate_cells, ranking_pairs, read_cell_folds
+from coreval.lowrank import (
+    als_init,
+    als_step,
+    complete_als,
+    complete_bayes,
+    complete_bias_als,
+    conformal_factor,
+    fit_als,
+    fit_transform,
+    forward,
+    inner_split,
+    inverse,
+    select_als,
+)
+
+
+def simulate(rng, n_rows=40, n_cols=25, rank=2, noise=0.05, observed=0.6):
+    """Percentage scores whose logits are low rank plus biases; a rating column in column 0."""
+    a = rng.normal(0, 0.8, n_rows)
+    c = rng.normal(0, 0.8, n_cols)
+    U = rng.normal(0, 1, (n_rows, rank))
+    V = rng.normal(0, 0.6, (n_cols, rank))
+    logit = 0.2 + a[:, None] + c[None, :] + U @ V.T + rng.normal(0, noise, (n_rows, n_cols))
+    full = 100 / (1 + np.exp(-logit))
+    full[:, 0] = 1200 + 150 * logit[:, 0]  # an Elo-type column
+    mask = rng.random(full.shape) < observed
+    mask[np.arange(n_rows), rng.integers(0, n_cols, n_rows)] = True
+    return full, np.where(mask, full, np.nan)
+
+
+def objective(state, z, observed, lam):
+    mu, a, c, U, V = state
+    r = np.where(observed, z - (mu + a[:, None] + c[None, :] + U @ V.T), 0.0)
+    return (r**2).sum() + lam * ((a**2).sum() + (c**2).sum() + (U**2).sum() + (V**2).sum())
+
+
+# --- transform -------------------------------------------------------------------------------
+
+def test_transform_classifies_columns_and_round_trips(rng):
+    _full, values = simulate(rng)
+    ct = fit_transform(values)
+    assert not ct.percent[0] and not ct.logit[0]  # ratings stay on their scale
+    assert ct.percent[1:].all() and ct.logit[1:].all()
+    z = forward(ct, values)
+    obs = ~np.isnan(values)
+    assert np.allclose(np.nanmean(z, axis=0), 0, atol=1e-9)
+    assert np.allclose(np.nanstd(z, axis=0), 1, atol=1e-9)
+    inside = obs & ((values >= 0.5) & (values <= 99.5) | ~ct.percent[None, :])
+    assert np.allclose(inverse(ct, z)[inside], values[inside])
+
+
+def test_transform_clips_like_the_authors():
+    values = np.array([[0.0, 1500.0], [100.0, 1400.0], [50.0, np.nan]])
+    ct = fit_transform(values)
+    z = forward(ct, values)
+    back = inverse(ct, z)
+    assert back[0, 0] == pytest.approx(0.5) and back[1, 0] == pytest.approx(99.5)
+    assert inverse(ct, np.array([[50.0, 0.0]]))[0, 0] == 100.0  # clipped to [0, 100]
+    ident = fit_transform(values, transform="identity")
+    assert not ident.logit.any() and ident.percent[0]
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.array([1.0, 2.0]), "2-D"),
+    (np.array([[1.0, np.inf]]), "inf"),
+    (np.full((2, 2), np.nan), "no observed"),
+])
+def test_transform_rejects_bad_matrices(bad, message):
+    with pytest.raises(ValidationError, match=message):
+        fit_transform(bad)
+
+
+def test_transform_rejects_unknown_names():
+    with pytest.raises(ValidationError, match="transform"):
+        fit_transform(np.ones((2, 2)), transform="probit")
+
+
+# --- Bias-ALS --------------------------------------------------------------------------------
+
+def test_als_steps_never_increase_the_objective(rng):
+    _, values = simulate(rng)
+    ct = fit_transform(values)
+    obs = ~np.isnan(values)
+    z = np.where(obs, forward(ct, values), 0.0)
+    state = als_init(z, obs, 2, np.random.default_rng(0))
+    losses = []
+    for _ in range(15):
+        state = als_step(state, z, obs, 0.1)
+        losses.append(objective(state, z, obs, 0.1))
+    # mu is an unpenalised least-squares step, the blocks exact ridge solves: monotone
+    assert np.all(np.diff(losses) <= 1e-8 * losses[0])
+
+
+def test_als_recovers_a_low_rank_matrix(rng):
+    full, values = simulate(rng, n_rows=60, n_cols=30, noise=0.02, observed=0.7)
+    comp = complete_bias_als(values, rank=2, lam=0.01, n_iter=100, n_ensemble=3)
+    hidden = np.isnan(values)
+    hidden[:, 0] = False
+    err = np.abs(comp.mean - full)[hidden]
+    baseline = np.abs(np.nanmean(values, axis=0)[None, :] - full)[hidden]
+    assert np.median(err) < 0.15 * np.median(baseline)
+    assert np.median(err) < 1.5  # score points
+    assert comp.interval == "none" and np.isnan(comp.lower).all()
+
+
+def test_als_is_deterministic_given_a_seed(rng):
+    _, values = simulate(rng)
+    a = complete_bias_als(values, n_ensemble=2, seed=3).mean
+    b = complete_bias_als(values, n_ensemble=2, seed=3).mean
+    c = complete_bias_als(values, n_ensemble=2, seed=4).mean
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"rank": -1}, "rank"), ({"rank": 1.5}, "rank"), ({"lam": -0.1}, "lam"),
+    ({"n_iter": 0}, "n_iter"), ({"n_ensemble": 0}, "n_ensemble"),
+])
+def test_als_rejects_bad_options(kwargs, message):
+    z = np.zeros((3, 3))
+    with pytest.raises(ValidationError, match=message):
+        complete_als(z, np.ones((3, 3), bool), **kwargs)
+
+
+def test_rows_without_observations_keep_their_start(rng):
+    z = rng.normal(size=(5, 4))
+    obs = np.ones_like(z, dtype=bool)
+    obs[2] = False
+    state = fit_als(z, obs, rank=1, n_iter=3, seed=0)
+    start = als_init(np.where(obs, z, 0.0), obs, 1, np.random.default_rng(0))
+    assert state.row_bias[2] == 0.0 and np.array_equal(state.U[2], start.U[2])
+
+
+def test_nested_selection_uses_only_training_cells(rng):
+    _, values = simulate(rng)
+    rank, lam, errors = select_als(values, ranks=(1, 2), lams=(0.1,), n_ensemble=1)
+    assert (rank, lam) in errors and len(errors) == 2
+    assert errors[(rank, lam)] == min(errors.values())
+
+
+def test_inner_split_keeps_a_cell_per_row(rng):
+    obs = rng.random((30, 10)) < 0.5
+    held = inner_split(obs, seed=1)
+    assert not (held & ~obs).any()
+    assert ((obs & ~held).sum(axis=1) >= np.minimum(obs.sum(axis=1), 1)).all()
+    assert np.array_equal(held, inner_split(obs, seed=1))
+
+
+def test_conformal_factor_covers_exchangeable_cells(rng):
+    y = rng.standard_t(3, size=4000)
+    factor = conformal_factor(y[:2000], 0.0, np.ones(2000), 0.9)
+    assert np.mean(np.abs(y[2000:]) <= factor) == pytest.approx(0.9, abs=0.03)
+
+
+# --- Bayesian model --------------------------------------------------------------------------
+
+def test_bayes_intervals_cover_simulated_cells(rng):
+    full, values = simulate(rng, n_rows=24, n_cols=12, rank=1, noise=0.1)
+    comp = complete_bayes(values, rank=1, num_warmup=100, num_samples=100, seed=0)
+    hidden = np.isnan(values)
+    inside = (full >= comp.lower) & (full <= comp.upper)
+    assert comp.interval == "posterior"
+    assert 0.6 <= inside[hidden].mean() <= 1.0
+    assert (comp.lower <= comp.mean + 1e-9).all() and (comp.mean <= comp.upper + 1e-9).all()
+    assert np.median(np.abs(comp.mean - full)[hidden]) < 5.0
+
+
+def test_bayes_rejects_bad_options():
+    with pytest.raises(ValidationError, match="calibration"):
+        complete_bayes(np.ones((3, 3)), calibration="isotonic")
+    with pytest.raises(ValidationError, match="inference"):
+        complete_bayes(np.ones((3, 3)), inference="laplace")
+
+
+# --- held-out-cell harness -------------------------------------------------------------------
+
+def test_ranking_pairs_counts_by_hand():
+    actual = np.array([90.0, 80.0, 70.0, 68.0])
+    predicted = np.array([90.0, 65.0, 70.0, 69.0])
+    heldout = np.array([False, True, False, False])
+    # pairs with the held-out model 1: (0,1) gap 10 ok, (1,2) gap 10 wrong, (1,3) gap 12 wrong
+    assert ranking_pairs(actual, predicted, heldout, margin=5.0) == (3, 1)
+    assert ranking_pairs(actual, predicted, heldout, margin=11.0) == (1, 0)
+    # predicted ties are wrong
+    assert ranking_pairs(np.array([1.0, 9.0]), np.array([5.0, 5.0]),
+                         np.array([True, True]), 0.0) == (1, 0)
+
+
+def test_cell_folds_evaluate_end_to_end(tmp_path, rng):
+    _full, values = simulate(rng)
+    cells = np.argwhere(~np.isnan(values))
+    folds = {"folds": [{"seed": 1, "fold": k, "test_cells": cells[k::3].tolist()}
+                       for k in range(2)]}
+    path = tmp_path / "folds.json"
+    path.write_text(json.dumps(folds))
+    read = read_cell_folds(path, values.shape)
+    per_fold, summary, cell_frame = evaluate_cells(
+        values, read, lambda tr: complete_bias_als(tr, n_ensemble=2))
+    assert len(per_fold) == 2 and len(cell_frame) == sum(len(f.rows) for f in read)
+    assert 0 < summary["medae"] < 10 and 0.5 < summary["rank_acc"] <= 1.0
+    assert np.isnan(summary["coverage90"])
+
+
+def test_cell_folds_reject_bad_files(tmp_path):
+    path = tmp_path / "f.json"
+    path.write_text(json.dumps({"folds": [{"test_cells": [[0, 9]]}]}))
+    with pytest.raises(ValidationError, match="outside"):
+        read_cell_folds(path, (3, 3))
+    path.write_text("{")
+    with pytest.raises(ValidationError, match="JSON"):
+        read_cell_folds(path)
+    with pytest.raises(ValidationError, match="does not exist"):
+        read_cell_folds(tmp_path / "missing.json")
+    path.write_text(json.dumps({"folds": [{"test_cells": [[0, 1]]}]}))
+    values = np.array([[1.0, np.nan], [2.0, 3.0]])
+    with pytest.raises(ValidationError, match="unobserved"):
+        evaluate_cells(values, read_cell_folds(path), complete_bias_als)
+
+
+# --- real data -------------------------------------------------------------------------------
+
+def test_logit_bias_als_matches_the_authors_on_benchpress(load_shared, shared_dir, anchors_dir):
+    """Fold 0 of the authors' folds: our default matches their per-cell predictions."""
+    pd = pytest.importorskip("pandas")
+    parquet = anchors_dir / "benchpress" / "heldout_predictions_default.parquet"
+    fold_file = shared_dir / "data" / "benchpress2026_info" / "folds_s10_f3_bs42_ms1.json"
+    if not parquet.exists() or not fold_file.exists():
+        pytest.skip(f"needs {parquet} and {fold_file}")
+    values = load_shared("benchpress2026").values.astype(float)
+    fold = read_cell_folds(fold_file, values.shape)[0]
+    _, summary, cells = evaluate_cells(
+        values, [fold], lambda tr: complete_bias_als(tr, legacy_rng=True))
+    theirs = pd.read_parquet(parquet).query("fold_index == 0")
+    merged = cells.merge(theirs, left_on=["row", "col"],
+                         right_on=["model_index", "bench_index"])
+    assert len(merged) == len(fold.rows)
+    their_medae = float(np.median(np.abs(merged["predicted_y"] - merged["actual_y"])))
+    assert summary["medae"] == pytest.approx(their_medae, abs=1e-3)
+    # with the authors' random starts, the same predictions (float32 parquet, float rounding)
+    np.testing.assert_allclose(merged["predicted_x"], merged["predicted_y"], atol=0.01)
+
+
+# --- predictors and methods ------------------------------------------------------------------
+
+@pytest.fixture
+def bench_source(rng):
+    from coreval.data.matrix import ScoreMatrix
+
+    full, values = simulate(rng, n_rows=50, n_cols=20, noise=0.15, observed=0.8)
+    return full, ScoreMatrix(values[:40], models=[f"m{i}" for i in range(40)],
+                             items=[f"b{j}" for j in range(20)])
+
+
+def test_low_rank_imputer_folds_in_new_models(bench_source):
+    from coreval.base import Coreset
+    from coreval.prediction.lowrank_imputer import LowRankImputer
+
+    full, source = bench_source
+    coreset = Coreset.from_indices(source, [1, 4, 7, 11, 15])
+    imputer = LowRankImputer(n_ensemble=3).fit(source, coreset)
+    x = full[40:, coreset.indices].copy()
+    x[0, 1:] = np.nan  # one selected benchmark only
+    x[1, :] = np.nan  # none: a NaN row
+    pred = imputer.predict(x)
+    assert pred.mean.shape == (10, 20) and pred.interval == "split-conformal"
+    assert np.isnan(pred.mean[1]).all() and np.isfinite(pred.mean[[0, 2]]).all()
+    assert pred.mean[2, 4] == x[2, 1] == pred.lower[2, 4]  # observed selected values kept
+    rest = np.setdiff1d(np.arange(1, 20), coreset.indices)  # percentage columns
+    rows = np.r_[0, 2:10]
+    truth, mean = full[np.ix_(40 + rows, rest)], pred.mean[np.ix_(rows, rest)]
+    column_means = np.nanmean(source.values, axis=0)[rest]
+    assert np.median(np.abs(mean - truth)) < 0.7 * np.median(np.abs(truth - column_means))
+    inside = ((truth >= pred.lower[np.ix_(rows, rest)])
+              & (truth <= pred.upper[np.ix_(rows, rest)]))
+    assert 0.75 < inside.mean() <= 1.0
+    with pytest.raises(ValidationError, match="level"):
+        LowRankImputer(level=1.5).fit(source, coreset)
+
+
+def test_low_rank_methods_are_declared():
+    from coreval.methods.registry import get_method
+
+    for name in ("bias-als-mi", "bias-als-entropy", "bias-als-random",
+                 "bayes-lowrank-mi", "bayes-lowrank-random"):
+        method = get_method(name)
+        assert method.task == "impute"
+    assert "lam" in get_method("bias-als-mi").accepted_options()
+    assert "df" in get_method("bayes-lowrank-mi").accepted_options()
+
+
+def test_bayes_fold_in_matches_gaussian_conditioning(rng):
+    """One draw, no factors' noise: the fold-in mean is the ridge solution with the prior."""
+    from coreval.lowrank.foldin import bayes_fold_in
+
+    n, r = 6, 2
+    post = {"mu": np.array([0.3]), "s_a": np.array([0.7]), "c": rng.normal(size=(1, n)),
+            "V": rng.normal(size=(1, n, r)), "sigma": np.full((1, n), 0.4)}
+    cols = np.array([0, 2, 3])
+    z_a = rng.normal(size=(1, 3))
+    cond, draws = bayes_fold_in(z_a, cols, post, np.random.default_rng(0))
+    X = np.hstack([np.ones((3, 1)), post["V"][0, cols]])
+    prior = np.diag([1 / 0.7**2, 1.0, 1.0])
+    beta = np.linalg.solve(X.T @ X / 0.16 + prior, X.T @ (z_a[0] - 0.3 - post["c"][0, cols]) / 0.16)
+    expected = 0.3 + post["c"][0] + np.hstack([np.ones((n, 1)), post["V"][0]]) @ beta
+    np.testing.assert_allclose(cond[0, 0], expected, rtol=1e-10)
+    assert draws.shape == (1, 1, n)
