@@ -34,6 +34,8 @@ EXPENSIVE = {
     "scales": "fits an item-feature model (about 30 s); needs item features",
     "scales-lite": "fits an item-embedding model (about 30 s); needs item embeddings",
 }
+#: A quick IRT fit (one compiled program for both IRT tests).
+IRT_OPTIONS = {"fit_method": "map", "num_steps": 300, "model": "2pl"}
 #: Methods whose fitted state coreval does not write (saving says so: see the test below).
 NOT_SAVED = {"metabench": "its GAM is a pygam object, which coreval does not read back: "
                           "saving names predictor.gam_ and stops (the path of "
@@ -77,6 +79,63 @@ def test_round_trip_gives_the_same_prediction(name, source, sim, tmp_path):
     _round_trip(fitted, tmp_path, x)
 
 
+@pytest.fixture(scope="module")
+def benchmarks():
+    """A benchmark-level matrix (models × benchmarks, scores in (0, 1)) from 3 factors."""
+    rng = np.random.default_rng(0)
+    scores = 1.0 / (1.0 + np.exp(-rng.normal(size=(50, 3)) @ rng.normal(size=(3, 20))))
+    return coreval.ScoreMatrix(scores, level="benchmark")
+
+
+def _impute_representatives() -> dict[str, str]:
+    """One imputing method per predictor class (its ``-random`` variant where there is one):
+    methods that share the predictor and its settings differ only in the coreset."""
+    from coreval.methods import get_method
+
+    chosen: dict[tuple, str] = {}
+    for name in sorted(available_methods("impute"), key=lambda n: (not n.endswith("-random"), n)):
+        pred = get_method(name).predictor
+        key = (pred.cls, tuple(sorted(pred.defaults.items(), key=str)),
+               tuple(sorted(pred.fixed.items(), key=str)))
+        chosen.setdefault(key, name)
+    return {name: rep for name in available_methods("impute") for key, rep in chosen.items()
+            if get_method(name).predictor.cls is key[0]}
+
+
+#: Imputers whose fit is too slow for this test, by predictor class.
+EXPENSIVE_IMPUTERS = {"BayesLowRankImputer": "fits a Bayesian low-rank model by SVI (JAX "
+                                             "compilation, 10-20 s)"}
+
+
+@pytest.mark.parametrize("name", available_methods("impute"))
+def test_benchmark_level_round_trip(name, benchmarks, tmp_path):
+    """Imputing methods too: Gaussian, factor and low-rank imputers, SimBA (its normaliser)."""
+    from coreval.methods import get_method
+
+    cls = get_method(name).predictor.cls.__name__
+    if cls in EXPENSIVE_IMPUTERS:
+        pytest.skip(f"{name}: {EXPENSIVE_IMPUTERS[cls]}")
+    rep = _impute_representatives()[name]
+    if rep != name:
+        pytest.skip(f"{name}: the same predictor ({cls}) and settings as {rep}, which runs; "
+                    "only the coreset differs, and it is saved as data")
+    fitted = coreval.select(benchmarks.subset(models=list(benchmarks.models[:45])), name, 5,
+                            seed=0)
+    _round_trip(fitted, tmp_path, benchmarks.values[45:][:, fitted.coreset.indices])
+
+
+def test_array_layout_survives(tmp_path):
+    """A transposed view comes back as one (BLAS sums in another order on another layout)."""
+    fitted = coreval.select(simulate(30, 40, seed=1).matrix, "random+", 5, seed=0)
+    view = np.arange(24.0).reshape(2, 3, 4).transpose(2, 0, 1)
+    fitted.predictor.extra_ = {"view": view, "fortran": np.asfortranarray(np.eye(3)[:, :2])}
+    save_selection(fitted, tmp_path / "sel")
+    extra = load_selection(tmp_path / "sel").predictor.extra_
+    for key, original in fitted.predictor.extra_.items():
+        np.testing.assert_array_equal(extra[key], original)
+        assert extra[key].strides == original.strides, key
+
+
 def test_cv_calibration_round_trip(source, sim, tmp_path):
     fitted = coreval.select(source, "random+", 8, seed=1, calibration="cv")
     loaded = _round_trip(fitted, tmp_path, sim.values[38:41][:, fitted.coreset.indices])
@@ -86,7 +145,7 @@ def test_cv_calibration_round_trip(source, sim, tmp_path):
 
 def test_irt_method_round_trip(source, sim, tmp_path):
     """p-irt holds its IRT fit: written in NetCDF by the fit's own save, read back."""
-    fitted = coreval.select(source, "p-irt", 10, seed=0, num_steps=300)
+    fitted = coreval.select(source, "p-irt", 10, seed=0, **IRT_OPTIONS)
     loaded = _round_trip(fitted, tmp_path, sim.values[36:41][:, fitted.coreset.indices])
     assert (tmp_path / "sel" / "irt_fit_0" / "posterior.nc").is_file()
     assert type(loaded.predictor.irt_fit_).__name__ == "IRTFit"
@@ -275,7 +334,7 @@ def test_cli_save_checks_the_folder_before_fitting(tmp_path, files, monkeypatch)
 
 def test_adaptive_method_round_trip_allows_missing_responses(tmp_path, sim, source):
     """cat-score's predictor takes NaN for unanswered items: a missing one is no error."""
-    fitted = coreval.select(source, "cat-score", 12, seed=0, num_steps=300)
+    fitted = coreval.select(source, "cat-score", 12, seed=0, **IRT_OPTIONS)
     x = sim.values[38:41][:, fitted.coreset.indices].copy()
     x[0, :3] = np.nan
     _round_trip(fitted, tmp_path, x)

@@ -16,8 +16,8 @@ One mechanism covers every predictor. An estimator (a scikit-learn ``BaseEstimat
 coreval's selectors and predictors included) is written as its class path,
 ``get_params(deep=False)`` and its fitted attributes (everything else in its
 ``__dict__``); values are walked recursively: numbers, strings and ``None`` go to JSON,
-arrays to the NPZ file, tuples, lists, dicts, dataclasses and nested estimators by
-their parts. Reading rebuilds each object by class path, restricted to classes of
+arrays to the NPZ file, tuples, named tuples, lists, dicts, dataclasses, nested
+estimators and other coreval objects (their attributes) by their parts. Reading rebuilds each object by class path, restricted to classes of
 coreval and scikit-learn (:data:`ALLOWED_PACKAGES`): ``cls(**params)`` (no work in
 ``__init__``, the scikit-learn contract), then the fitted attributes are restored.
 Anything else (a function, an object of another library) cannot be saved, and saving
@@ -83,6 +83,12 @@ class _Writer:
             return value
         if isinstance(value, np.ndarray):
             return self._array(value, where)
+        if isinstance(value, np.dtype) and value.fields is None and value.kind != "O":
+            return {"__dtype__": value.str}
+        if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # NamedTuple state
+            return {"__namedtuple__": _class_path(value, where),
+                    "fields": {k: self.encode(v, f"{where}.{k}")
+                               for k, v in value._asdict().items()}}
         if isinstance(value, tuple):
             return {"__tuple__": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
         if isinstance(value, list):
@@ -103,6 +109,10 @@ class _Writer:
             return {"__dataclass__": path,
                     "fields": {f.name: self.encode(getattr(value, f.name), f"{where}.{f.name}")
                                for f in dataclasses.fields(value) if f.init}}
+        if type(value).__module__.split(".")[0] == "coreval" and hasattr(value, "__dict__"):
+            # a fitted helper object of coreval (e.g. SimBA's normaliser): its attributes
+            return {"__object__": _class_path(value, where),
+                    "state": {k: self.encode(v, f"{where}.{k}") for k, v in vars(value).items()}}
         raise ValidationError(f"cannot save {where}: a {type(value).__module__}."
                               f"{type(value).__qualname__} is not data coreval can write "
                               "safely (JSON/NPZ/NetCDF)")
@@ -123,8 +133,14 @@ class _Writer:
                 raise ValidationError(f"cannot save {where}: an object array that is not text")
             value, text = value.astype(str), True
         key = f"a{len(self.arrays)}"
-        self.arrays[key] = value
-        return {"__ndarray__": key, "object": text}
+        # Keep the memory layout (a transposed view stays one): BLAS sums in another order
+        # on another layout, and the prediction must be the same to the last bit.
+        axes = np.argsort([-abs(st) for st in value.strides], kind="stable").tolist()
+        if axes == sorted(axes):
+            self.arrays[key] = value
+            return {"__ndarray__": key, "object": text}
+        self.arrays[key] = np.ascontiguousarray(value.transpose(axes))
+        return {"__ndarray__": key, "object": text, "axes": axes}
 
 
 def _class_path(obj: Any, where: str) -> str:
@@ -165,9 +181,19 @@ class _Reader:
             return value
         if "__scalar__" in value:
             return np.dtype(value["__scalar__"]).type(value["value"])
+        if "__dtype__" in value:
+            return np.dtype(value["__dtype__"])
         if "__ndarray__" in value:
             array = np.array(self.arrays[value["__ndarray__"]])
+            if value.get("axes"):  # back to the saved array's layout
+                array = array.transpose(np.argsort(value["axes"]))
             return array.astype(object) if value.get("object") else array
+        if "__namedtuple__" in value:
+            cls = _allowed_class(value["__namedtuple__"])
+            if not (issubclass(cls, tuple) and hasattr(cls, "_fields")):
+                raise ValidationError(f"saved selection: {value['__namedtuple__']} is not a "
+                                      "named tuple")
+            return cls(**{k: self.decode(v) for k, v in value["fields"].items()})
         if "__tuple__" in value:
             return tuple(self.decode(v) for v in value["__tuple__"])
         if "__dict__" in value:
@@ -187,6 +213,14 @@ class _Reader:
                 raise ValidationError(f"saved selection: {value['__dataclass__']} is not a "
                                       "dataclass")
             return cls(**{k: self.decode(v) for k, v in value["fields"].items()})
+        if "__object__" in value:
+            cls = _allowed_class(value["__object__"])
+            if not cls.__module__.startswith("coreval."):
+                raise ValidationError(f"saved selection: {value['__object__']} is not a "
+                                      "coreval class")
+            obj = object.__new__(cls)  # its saved attributes, without running __init__
+            obj.__dict__.update({k: self.decode(v) for k, v in value["state"].items()})
+            return obj
         raise ValidationError(f"saved selection holds an unknown entry {sorted(value)}")
 
     def estimator(self, value: dict) -> BaseEstimator:
