@@ -315,3 +315,34 @@ def test_bayes_fold_in_matches_gaussian_conditioning(rng):
     expected = 0.3 + post["c"][0] + np.hstack([np.ones((n, 1)), post["V"][0]]) @ beta
     np.testing.assert_allclose(cond[0, 0], expected, rtol=1e-10)
     assert draws.shape == (1, 1, n)
+
+
+def test_greedy_posterior_variance_prefers_informative_observed_probes(rng):
+    from coreval.lowrank.probes import completed_covariance, greedy_posterior_variance
+
+    _, values = simulate(rng, n_rows=40, n_cols=12, observed=0.9)
+    values[5:, 3] = np.nan  # column 3 is almost never observed: a poor probe
+    ct = fit_transform(values)
+    obs = ~np.isnan(values)
+    z = np.where(obs, forward(ct, np.where(obs, values, 0.0)), 0.0)
+    completed, _ = complete_als(z, obs, n_ensemble=2)
+    cov = completed_covariance(completed, z, obs)
+    assert np.allclose(cov, cov.T) and (np.linalg.eigvalsh(cov) > 0).all()
+    probes = greedy_posterior_variance(cov, obs, 3)
+    assert len(set(probes)) == 3 and 3 not in probes
+    assert greedy_posterior_variance(cov, obs, 2, candidates=[0, 3, 5]) in ([0, 5], [5, 0])
+    with pytest.raises(ValidationError, match="k must"):
+        greedy_posterior_variance(cov, obs, 0)
+
+
+def test_evaluate_probes_counts_revealed_cells_at_zero_error(rng):
+    from coreval.harness.cells import evaluate_probes
+
+    _, values = simulate(rng, n_rows=20, n_cols=10)
+    res = evaluate_probes(values, [1, 2], lambda tr: complete_bias_als(tr, n_ensemble=1),
+                          group_size=5)
+    obs = ~np.isnan(values)
+    assert res["n_cells"] == obs.sum() and res["n_hidden"] == obs.sum() - obs[:, [1, 2]].sum()
+    assert res["medae"] <= res["medae_hidden"]
+    with pytest.raises(ValidationError, match="probes"):
+        evaluate_probes(values, [10], complete_bias_als)

@@ -16,6 +16,9 @@ of every cell; the fold's metrics are computed on its hidden cells:
   median over benchmarks (``compute_ranking_accuracy`` of the authors'
   ``benchpress/evaluation_harness.py`` with ``aggregation="pool"``, summarised as in
   ``experiments/sec5_findings/ranking_preservation/run.py``).
+
+:func:`evaluate_probes` scores a probe set the same way with held-out *models*: each model
+reveals only its probe benchmarks and the rest of its row is predicted.
 """
 
 from __future__ import annotations
@@ -212,10 +215,83 @@ def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Complet
         "medae_min": float(per_fold["medae"].min()),
         "medae_max": float(per_fold["medae"].max()),
         "medae_pooled": float(np.median(np.abs(cells["predicted"] - cells["actual"]))),
-        "coverage90_pooled": float(np.mean((cells["actual"] >= cells["lower"])
-                                           & (cells["actual"] <= cells["upper"]))),
+        "coverage90_pooled": (float(np.mean((cells["actual"] >= cells["lower"])
+                                            & (cells["actual"] <= cells["upper"])))
+                              if np.isfinite(cells[["lower", "upper"]].to_numpy()).all()
+                              else float("nan")),
         "width90_pooled": float(np.median(cells["upper"] - cells["lower"])),
         "rank_acc": float(np.median(acc)) if acc else float("nan"),
         "n_folds": len(folds),
     })
     return per_fold, summary, cells
+
+
+def evaluate_probes(values: np.ndarray, probes: list[int], completer: Completer, *,
+                    group_size: int = 1, margin: float = 5.0,
+                    show_progress: bool | None = None) -> dict:
+    """Score a probe set with held-out models (the authors' all-known-cells protocol).
+
+    Every model in turn reveals only its probe benchmarks: its other observed cells are
+    hidden (the other models keep all theirs), the matrix is completed, and the hidden cells
+    are predicted (``experiments/sec5_findings/optimal_probe/all_known/run.py`` of BenchPress).
+    ``group_size > 1`` hides that many models at once (fewer completions, slightly less
+    training data per completion).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_models, n_benchmarks)
+    probes : list of int
+        Probe columns.
+    completer : callable
+        ``completer(train_values) -> Completion``.
+    group_size : int
+        Models hidden per completion (1 = the authors' protocol).
+    margin : float
+        Margin of the pairwise ranking accuracy.
+
+    Returns
+    -------
+    dict
+        ``medae`` over every observed cell with the revealed probe cells at zero error (the
+        authors' convention), ``medae_hidden`` over the non-probe cells only, ``n_cells``,
+        ``n_hidden``, ``rank_acc`` (margin pairs with at least one hidden cell, per benchmark,
+        median over benchmarks; each leaderboard uses the revealed probe scores and the
+        predictions of the hidden cells) and ``rank_acc_pooled`` (over all pairs), and
+        ``seconds`` per completion.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    observed = ~np.isnan(values)
+    probes = np.asarray(sorted(set(int(p) for p in probes)), dtype=np.intp)
+    if probes.size == 0 or probes.min() < 0 or probes.max() >= values.shape[1]:
+        raise ValidationError(f"probes must be column positions in [0, {values.shape[1]})")
+    if isinstance(group_size, bool) or int(group_size) < 1:
+        raise ValidationError(f"group_size must be a positive integer, got {group_size!r}")
+    hidden = observed.copy()
+    hidden[:, probes] = False
+    predicted = np.where(observed, values, np.nan)
+    rows = np.flatnonzero(hidden.any(axis=1))
+    groups = [rows[i:i + int(group_size)] for i in range(0, rows.size, int(group_size))]
+    seconds = []
+    for group in progress(groups, desc="probe completions", show=show_progress):
+        train = values.copy()
+        train[group] = np.where(hidden[group], np.nan, values[group])
+        start = time.perf_counter()
+        comp = completer(train)
+        seconds.append(time.perf_counter() - start)
+        predicted[group] = np.where(hidden[group], comp.mean[group], predicted[group])
+    err = np.abs(predicted - values)
+    n_pairs = n_ok = 0
+    acc = []
+    for col in range(values.shape[1]):
+        models = np.flatnonzero(observed[:, col])
+        n, ok = ranking_pairs(values[models, col], predicted[models, col],
+                              hidden[models, col], margin)
+        n_pairs, n_ok = n_pairs + n, n_ok + ok
+        if n > 0:
+            acc.append(ok / n)
+    return {"medae": float(np.median(err[observed])),
+            "medae_hidden": float(np.median(err[hidden])),
+            "n_cells": int(observed.sum()), "n_hidden": int(hidden.sum()),
+            "rank_acc": float(np.median(acc)) if acc else float("nan"),
+            "rank_acc_pooled": n_ok / n_pairs if n_pairs else float("nan"),
+            "seconds": float(np.mean(seconds))}
