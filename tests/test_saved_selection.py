@@ -208,6 +208,12 @@ def test_mismatches_say_what_differs(tmp_path):
     with pytest.raises(ValidationError, match="KernelRidgePredictor, but random\\+ now uses "
                                               "RidgePredictor"):
         load_selection(folder)
+    _edit_manifest(folder, lambda m: m.pop("calibration"))
+    with pytest.raises(ValidationError, match="missing entries calibration"):
+        load_selection(folder)
+    _edit_manifest(folder, lambda m: m.update(calibration="native", predictor={"__dict__": 3}))
+    with pytest.raises(ValidationError, match=r"selection\.json is damaged"):
+        load_selection(folder)
 
 
 def test_save_replaces_only_a_saved_selection(tmp_path):

@@ -63,6 +63,11 @@ ALLOWED_PACKAGES: tuple[str, ...] = ("coreval", "sklearn")
 TRANSIENT: frozenset[str] = frozenset({"cache_", "refit_"})
 #: File names that hold pickles (refused whatever their content).
 PICKLE_SUFFIXES: tuple[str, ...] = (".pkl", ".pickle", ".joblib", ".dill")
+#: The entries of ``selection.json``.
+_MANIFEST_KEYS = frozenset({
+    "format", "format_version", "coreval_version", "method", "options", "seed", "budget",
+    "k", "calibration", "clip01", "n_source", "source_items", "cv_residuals", "seconds",
+    "provenance", "coreset", "selector", "predictor"})
 
 
 # ---------------------------------------------------------------- encoding
@@ -371,6 +376,12 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
     """
     path = Path(path)
     manifest = read_manifest(path)
+    missing = sorted(_MANIFEST_KEYS - set(manifest))
+    unknown = sorted(set(manifest) - _MANIFEST_KEYS)
+    if missing or unknown:
+        raise ValidationError(f"{path / MANIFEST}: " + "; ".join(
+            text for text in (missing and f"missing entries {preview(missing)}",
+                              unknown and f"unknown entries {preview(unknown)}") if text))
     try:
         with np.load(path / ARRAYS, allow_pickle=False) as npz:
             arrays = {key: npz[key] for key in npz.files}
@@ -378,10 +389,16 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
         raise ValidationError(f"{path / ARRAYS}: {exc}") from None
     reader = _Reader(path, arrays)
     method = get_method(manifest["method"])
-    options = reader.decode(manifest["options"])
-    selector_state = manifest["selector"]
-    selector = reader.estimator(selector_state)
-    predictor = reader.decode(manifest["predictor"])
+    try:
+        options = reader.decode(manifest["options"])
+        selector = reader.estimator(manifest["selector"])
+        predictor = reader.decode(manifest["predictor"])
+        coreset = reader.decode(manifest["coreset"])
+        cv_residuals = reader.decode(manifest["cv_residuals"])
+        source_items = reader.decode(manifest["source_items"])
+    except (KeyError, TypeError, AttributeError) as exc:  # a hand-edited or damaged file
+        raise ValidationError(f"{path / MANIFEST} is damaged ({type(exc).__name__}: {exc}); "
+                              "save the selection again") from None
     expected = {"selector": type(method.make_selector(k=1, **options)),
                 "predictor": type(method.make_predictor(**options))}
     for role, obj in (("selector", selector), ("predictor", predictor)):
@@ -389,7 +406,6 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
             raise ValidationError(f"{path}: the saved {role} of {method.name} is "
                                   f"{type(obj).__name__}, but {method.name} now uses "
                                   f"{expected[role].__name__}")
-    coreset = reader.decode(manifest["coreset"])
     if not isinstance(coreset, Coreset):
         raise ValidationError(f"{path}: the saved coreset is not a Coreset")
     selector.coreset_ = coreset
@@ -398,18 +414,8 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
     fitted = FittedMethod(method, selector, predictor, coreset,
                           seconds=dict(manifest.get("seconds", {})),
                           calibration=manifest["calibration"],
-                          cv_residuals=reader.decode(manifest["cv_residuals"]),
-                          clip01=bool(manifest["clip01"]),
-                          source_items=reader.decode(manifest["source_items"]),
+                          cv_residuals=cv_residuals, clip01=bool(manifest["clip01"]),
+                          source_items=source_items,
                           n_source=int(manifest["n_source"]), seed=int(manifest["seed"]),
                           options=options, budget=manifest.get("budget"))
-    unknown = [k for k in manifest if k not in _MANIFEST_KEYS]
-    if unknown:
-        raise ValidationError(f"{path / MANIFEST} has unknown entries {preview(unknown)}")
     return fitted
-
-
-_MANIFEST_KEYS = frozenset({
-    "format", "format_version", "coreval_version", "method", "options", "seed", "budget",
-    "k", "calibration", "clip01", "n_source", "source_items", "cv_residuals", "seconds",
-    "provenance", "coreset", "selector", "predictor"})
