@@ -315,6 +315,13 @@ def test_cli_predict_from_refuses_refit_options(tmp_path, files):
     budget = runner.invoke(app, ["predict", "--from", str(tmp_path / "sel"), str(new),
                                  "--budget", "5", "--method", "random"])
     assert budget.exit_code == 2 and "--method, --budget: not with --from" in budget.output
+    # refitting with other settings than select's: the error says how to reuse a selection
+    only = tmp_path / "only.csv"
+    coreset = load_selection(tmp_path / "sel").coreset.items.astype(str)
+    pd.DataFrame({"item": coreset, "score": 1.0}).to_csv(only, index=False)
+    forgot = runner.invoke(app, ["predict", str(src), str(only), "--seed", "9"])
+    assert forgot.exit_code == 2 and "lack coreset items" in forgot.output
+    assert "predict --from DIR" in forgot.output
     nothing = runner.invoke(app, ["predict", str(src)])
     assert nothing.exit_code == 2 and "give DATA and RESPONSES" in nothing.output
     plain = runner.invoke(app, ["predict", "--from", str(tmp_path), str(new)])

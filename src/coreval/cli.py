@@ -530,7 +530,16 @@ def predict_cmd(
                         seed=0 if seed is None else seed,
                         calibration="native" if calibration is None else calibration,
                         **_options(option))
-        result = {"method": method, **_prediction_summary(fitted, fitted.predict(series))}
+        try:
+            pred = fitted.predict(series)
+        except CorevalError as err:
+            if "coreset" not in str(err):
+                raise
+            raise CorevalError(f"{err} (the coreset is refitted from --method, --budget, --seed "
+                               "and --option: give the values used for select, or save the "
+                               "selection with select --save DIR and use predict --from DIR)"
+                               ) from None
+        result = {"method": method, **_prediction_summary(fitted, pred)}
     from coreval.report.score_card import small_data_caveats
 
     caveats = small_data_caveats(fitted.n_source, result["lower"], result["upper"])
