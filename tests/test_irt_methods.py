@@ -396,6 +396,31 @@ def test_metabench_bins_and_gam(sim, cache):
 
 
 @needs_engine
+def test_gam_penalty_by_gcv_and_jackknife_plus_hold_up_with_few_source_models(sim):
+    """15 source models: a capped basis, a GCV penalty and jackknife+ intervals."""
+    from coreval.prediction.gam import GAMPredictor
+
+    source, target, truth, _ = sim
+    small = source.take(models=np.arange(15))
+    cache = FitCache()
+    cs = Coreset.from_indices(small, np.arange(0, N_ITEMS, 10))
+    gcv = GAMPredictor(irt=SPEC).fit(small, cs, cache=cache)
+    # the basis is capped at 15 // 3 splines per term and GCV keeps the fit smooth
+    # (uncapped, 2 x 20 splines on 15 models, GCV picks an interpolating fit)
+    assert gcv.n_splines_ == 5 and gcv.gam_.statistics_["edof"] < 8
+    p_gcv = gcv.predict(target[:, cs.indices])
+    assert _rmse(p_gcv.mean, truth) < 2.0 * _oracle_rmse(sim, cs.indices)
+    assert p_gcv.interval == "jackknife+" and len(gcv.loo_gams_) == 15
+    assert np.isfinite(p_gcv.lower).all() and np.isfinite(p_gcv.upper).all()
+    covered = np.mean((p_gcv.lower <= truth) & (truth <= p_gcv.upper))
+    assert covered >= 0.7, covered  # jackknife+ guarantees 0.8 on average over source sets
+    with pytest.raises(ValidationError, match="lam must be"):
+        GAMPredictor(lam=-1.0, irt=SPEC).fit(small, cs, cache=cache)
+    with pytest.raises(ValidationError, match="interval must be one of"):
+        GAMPredictor(interval="bootstrap", irt=SPEC).fit(small, cs, cache=cache)
+
+
+@needs_engine
 def test_metabench_spends_budgets_beyond_the_number_of_source_models(sim, cache):
     from coreval.selection.fisher import FisherInformationSelector
 
