@@ -150,8 +150,7 @@ FAMILIES = {
 }
 
 #: Probe sets also scored with the Bayesian completer.
-BAYES_PROBE_SETS = ("BenchPress greedy (all)", "BenchPress greedy (allowlist)",
-                    "greedy posterior variance")
+BAYES_PROBE_SETS = ("BenchPress greedy (all)", "greedy posterior variance")
 
 PROBE_COMPLETERS = {
     "als-logit": (lambda tr: complete_bias_als(tr, legacy_rng=True), 1),
@@ -194,14 +193,15 @@ def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
              "|---|---|---|---|---|---|---|"]
     allow = [items.index(b) for b in ALLOWLIST]
     for pool, candidates in (("all", None), ("allowlist", allow)):
-        sets = {f"BenchPress greedy ({key})": [items.index(b) for b in chain]
-                for key, (chain, *_rest) in AUTHOR_PROBES.items() if key.startswith(pool)}
+        keys = [key for key in AUTHOR_PROBES if key.split("-")[0] == pool]
+        sets = {f"BenchPress greedy ({key})": [items.index(b) for b in AUTHOR_PROBES[key][0]]
+                for key in keys}
         sets.update(our_probes(values, 5, candidates))
-        for key, (chain, medae, hidden, rank) in AUTHOR_PROBES.items():
-            if key.startswith(pool):
-                lines.append(f"| {pool} | BenchPress greedy, authors' numbers | "
-                             f"{' → '.join(chain)} | authors' code | {fmt(medae)} | "
-                             f"{fmt(hidden)} | {fmt(rank)} |")
+        for key in keys:
+            chain, medae, hidden, rank = AUTHOR_PROBES[key]
+            lines.append(f"| {pool} | BenchPress greedy ({key}), authors' numbers | "
+                         f"{' → '.join(chain)} | authors' code | {fmt(medae)} | "
+                         f"{fmt(hidden)} | {fmt(rank)} |")
         for name, probes in sets.items():
             for comp in completers:
                 if comp == "bayes" and name not in BAYES_PROBE_SETS:

@@ -71,6 +71,22 @@ def test_transform_clips_like_the_authors():
     assert not ident.logit.any() and ident.percent[0]
 
 
+def test_fraction_columns_are_percentages_over_100(rng):
+    full, values = simulate(rng)
+    frac = np.where(np.arange(values.shape[1]) == 0, values, values / 100)
+    ct = fit_transform(frac, fractions=True)
+    assert (ct.scale[1:] == 100).all() and ct.scale[0] == 1 and ct.logit[1:].all()
+    z = forward(ct, frac)
+    np.testing.assert_allclose(z[:, 1:], forward(fit_transform(values), values)[:, 1:])
+    inside = ~np.isnan(values) & (values >= 0.5) & (values <= 99.5)
+    inside[:, 0] = False
+    np.testing.assert_allclose(inverse(ct, z)[inside], frac[inside])
+    # the authors' rule reads them as percentages: every value below 0.5 is clipped to 0.5
+    t = forward(fit_transform(frac), frac)[:, 1:]
+    clipped = np.isclose(t, np.nanmin(t, axis=0))[~np.isnan(t)]
+    assert clipped.mean() > 0.3
+
+
 @pytest.mark.parametrize("bad, message", [
     (np.array([1.0, 2.0]), "2-D"),
     (np.array([[1.0, np.inf]]), "inf"),

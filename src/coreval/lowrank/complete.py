@@ -49,9 +49,9 @@ class Completion(NamedTuple):
     interval: str
 
 
-def _prepare(values: np.ndarray, transform: Transform):
+def _prepare(values: np.ndarray, transform: Transform, fractions: bool = False):
     values = check_matrix(values)
-    ct = fit_transform(values, transform=transform)
+    ct = fit_transform(values, transform=transform, fractions=fractions)
     observed = ~np.isnan(values)
     z = np.where(observed, forward(ct, np.where(observed, values, 0.0)), 0.0)
     return values, ct, observed, z
@@ -59,7 +59,8 @@ def _prepare(values: np.ndarray, transform: Transform):
 
 def complete_bias_als(values: np.ndarray, *, transform: Transform = "logit", rank: int = 2,
                       lam: float = 0.1, n_iter: int = 40, n_ensemble: int = 10,
-                      seed: int = 42, legacy_rng: bool = False) -> Completion:
+                      seed: int = 42, legacy_rng: bool = False,
+                      fractions: bool = False) -> Completion:
     """Bias-ALS completion in the transformed space (Zeng & Papailiopoulos 2026, section 4.2).
 
     Parameters
@@ -71,8 +72,11 @@ def complete_bias_als(values: np.ndarray, *, transform: Transform = "logit", ran
     rank, lam, n_iter, n_ensemble, seed, legacy_rng
         Options of :func:`coreval.lowrank.als.complete_als` (``legacy_rng=True`` reproduces
         the authors' predictions, not only their accuracy).
+    fractions : bool
+        Columns on a 0-1 scale are percentages / 100
+        (:func:`coreval.lowrank.transform.fit_transform`).
     """
-    _, ct, observed, z = _prepare(values, transform)
+    _, ct, observed, z = _prepare(values, transform, fractions)
     completed, _ = complete_als(z, observed, rank=rank, lam=lam, n_iter=n_iter,
                                 n_ensemble=n_ensemble, seed=seed, legacy_rng=legacy_rng)
     mean = inverse(ct, completed)
@@ -150,7 +154,7 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
                    guide: Guide = "normal", n_steps: int = 3000, learning_rate: float = 0.02,
                    level: float = 0.9, calibration: str = "posterior",
                    inner_fraction: float = 1 / 3, init: str = "als",
-                   seed: int = 0) -> Completion:
+                   fractions: bool = False, seed: int = 0) -> Completion:
     """Bayesian low-rank completion with posterior predictive intervals.
 
     Parameters
@@ -179,6 +183,9 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
     init : {"als", "random"}
         Start inference at a Bias-ALS fit (rank ``rank``, lambda 0.1, 40 sweeps) of the same
         cells, or at a small random point.
+    fractions : bool
+        Columns on a 0-1 scale are percentages / 100
+        (:func:`coreval.lowrank.transform.fit_transform`).
     seed : int
         Seed of inference, of the predictive draws and of the inner split.
 
@@ -196,7 +203,7 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
         raise ValidationError(f"level must be in (0, 1), got {level}")
     if init not in ("als", "random"):
         raise ValidationError(f"init must be 'als' or 'random', got {init!r}")
-    _, ct, observed, z = _prepare(values, transform)
+    _, ct, observed, z = _prepare(values, transform, fractions)
     opts = dict(inference=inference, rank=rank, noise=noise, df=df, guide=guide,
                 n_steps=n_steps, learning_rate=learning_rate, num_warmup=num_warmup,
                 num_samples=num_samples, level=level, init=init)

@@ -51,6 +51,9 @@ class ColumnTransform(NamedTuple):
         columns).
     eps : float
         Logit clip in score points.
+    scale : ndarray of shape (n_columns,)
+        Points per unit of the column: 100 for fraction columns (scores in [0, 1],
+        ``fractions=True``), else 1.
     """
 
     logit: np.ndarray
@@ -58,6 +61,7 @@ class ColumnTransform(NamedTuple):
     mean: np.ndarray
     std: np.ndarray
     eps: float
+    scale: np.ndarray
 
 
 def percent_columns(values: np.ndarray) -> np.ndarray:
@@ -90,7 +94,7 @@ def check_matrix(values: np.ndarray, *, who: str = "lowrank") -> np.ndarray:
 
 
 def fit_transform(values: np.ndarray, *, transform: Transform = "logit",
-                  eps: float = LOGIT_EPS) -> ColumnTransform:
+                  eps: float = LOGIT_EPS, fractions: bool = False) -> ColumnTransform:
     """Fit the per-column transform on training scores (NaN = unobserved).
 
     Parameters
@@ -101,6 +105,10 @@ def fit_transform(values: np.ndarray, *, transform: Transform = "logit",
         ``"logit"`` maps percentage columns to log-odds; ``"identity"`` only standardises.
     eps : float
         Logit clip in score points, in ``(0, 50)``.
+    fractions : bool
+        Treat a column whose observed values all lie in ``[-0.01, 1.01]`` as a percentage
+        divided by 100 (accuracies stored as fractions, e.g. MTEB). The authors' rule
+        (``False``) would clip such a column to 0.5 points, making it constant.
 
     Returns
     -------
@@ -111,9 +119,15 @@ def fit_transform(values: np.ndarray, *, transform: Transform = "logit",
         raise ValidationError(f"transform must be one of {TRANSFORMS}, got {transform!r}")
     if not 0.0 < eps < 50.0:
         raise ValidationError(f"eps must be in (0, 50) score points, got {eps}")
-    percent = percent_columns(values)
+    observed = ~np.isnan(values)
+    scale = np.ones(values.shape[1])
+    if fractions:
+        low = np.where(observed, values, np.inf).min(axis=0)
+        high = np.where(observed, values, -np.inf).max(axis=0)
+        scale[observed.any(axis=0) & (low >= -0.01) & (high <= 1.01)] = 100.0
+    percent = percent_columns(values * scale)
     logit = percent & (transform == "logit")
-    t = np.where(logit[None, :], _to_logit(values, eps), values)
+    t = np.where(logit[None, :], _to_logit(values * scale, eps), values)
     observed = ~np.isnan(t)
     count = observed.sum(axis=0)
     safe = np.maximum(count, 1)
@@ -121,7 +135,8 @@ def fit_transform(values: np.ndarray, *, transform: Transform = "logit",
     var = np.where(observed, (t - mean) ** 2, 0.0).sum(axis=0) / safe
     std = np.sqrt(var)
     std = np.where(std < STD_FLOOR, 1.0, std)
-    return ColumnTransform(logit=logit, percent=percent, mean=mean, std=std, eps=float(eps))
+    return ColumnTransform(logit=logit, percent=percent, mean=mean, std=std, eps=float(eps),
+                           scale=scale)
 
 
 def forward(ct: ColumnTransform, values: np.ndarray) -> np.ndarray:
@@ -130,7 +145,7 @@ def forward(ct: ColumnTransform, values: np.ndarray) -> np.ndarray:
     ``values`` has the fitted columns on its last axis.
     """
     x = np.asarray(values, dtype=np.float64)
-    t = np.where(ct.logit, _to_logit(x, ct.eps), x)
+    t = np.where(ct.logit, _to_logit(x * ct.scale, ct.eps), x)
     return (t - ct.mean) / ct.std
 
 
@@ -138,5 +153,5 @@ def inverse(ct: ColumnTransform, z: np.ndarray) -> np.ndarray:
     """Standardised transformed scores -> scores (percentage columns clipped to [0, 100])."""
     t = np.asarray(z, dtype=np.float64) * ct.std + ct.mean
     with np.errstate(over="ignore"):
-        x = np.where(ct.logit, 100.0 / (1.0 + np.exp(-t)), t)
-    return np.where(ct.percent, np.clip(x, 0.0, 100.0), x)
+        x = np.where(ct.logit, 100.0 / (1.0 + np.exp(-t)) / ct.scale, t)
+    return np.where(ct.percent, np.clip(x, 0.0, 100.0 / ct.scale), x)

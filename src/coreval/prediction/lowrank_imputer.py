@@ -44,7 +44,7 @@ def _check_level(level: float) -> None:
 
 
 def _z_source(values: np.ndarray, transform: str):
-    ct = fit_transform(values, transform=transform)
+    ct = fit_transform(values, transform=transform, fractions=True)
     observed = ~np.isnan(values)
     return ct, observed, np.where(observed, forward(ct, np.where(observed, values, 0.0)), 0.0)
 
@@ -74,7 +74,8 @@ class LowRankImputer(Predictor):
     lam : float
         Ridge penalty of ALS.
     transform : {"logit", "identity"}
-        Transform of percentage columns (:func:`coreval.lowrank.fit_transform`).
+        Transform of percentage columns (:func:`coreval.lowrank.fit_transform`; columns on a
+        0-1 scale are read as fractions).
     n_iter, n_ensemble : int
         ALS sweeps per start and starts averaged.
     level : float
@@ -153,7 +154,7 @@ class LowRankImputer(Predictor):
         sel = self.coreset_.indices
         ct = self.transform_
         sub = ct._replace(logit=ct.logit[sel], percent=ct.percent[sel], mean=ct.mean[sel],
-                          std=ct.std[sel])
+                          std=ct.std[sel], scale=ct.scale[sel])
         z = forward(sub, x)
         usable = ~np.isnan(z)
         n_models, n = x.shape[0], len(self.columns_)
@@ -236,7 +237,7 @@ class BayesLowRankImputer(Predictor):
         sel = self.coreset_.indices
         ct = self.transform_
         sub = ct._replace(logit=ct.logit[sel], percent=ct.percent[sel], mean=ct.mean[sel],
-                          std=ct.std[sel])
+                          std=ct.std[sel], scale=ct.scale[sel])
         z = forward(sub, x)
         usable = ~np.isnan(z)
         n_models, n = x.shape[0], len(self.columns_)
