@@ -285,3 +285,31 @@ def test_adaptive_methods_run_in_the_harness_on_the_same_splits(tmp_path):
         run_grid({"sim": m}, ["cat-score"], [10], seeds=[0], split="random",
                  out=tmp_path / "s.parquet", progress=False,
                  method_options={"cat-score": {"rule": "kl"}})
+
+
+def test_misfit_term_learnt_out_of_fold_widens_intervals_where_the_bank_misfits():
+    """A 1-D bank on two-ability data: τ learnt out of fold is positive and widens intervals."""
+    import coreval
+    from coreval.data import ScoreMatrix
+
+    # two independent abilities, each driving half of the items: no 1-D model fits
+    rng = np.random.default_rng(5)
+    theta = rng.normal(size=(160, 2))
+    a = np.zeros((2, 80))
+    a[0, :40], a[1, 40:] = rng.lognormal(0.3, 0.3, 40), rng.lognormal(0.3, 0.3, 40)
+    p = expit(theta @ a + rng.normal(size=80))
+    m = ScoreMatrix((rng.random(p.shape) < p).astype(float), name="two-abilities")
+    source, target = m.take(np.arange(100)), m.values[100:]
+    truth = m.take(np.arange(100, 160)).summary_scores()
+    fit = {"fit_method": "map", "num_steps": 300, "num_draws": 30}
+    cover, width = {}, {}
+    for tau in (0.0, "cv"):
+        fitted = coreval.select(source, "cat-fisher", 8, seed=0, tau=tau, **fit)
+        pred = fitted.predict_array(target)
+        cover[tau] = np.mean((pred.lower <= truth) & (truth <= pred.upper))
+        width[tau] = np.mean(pred.upper - pred.lower)
+    assert fitted.predictor.tau_ > 0.0
+    assert width["cv"] > width[0.0]
+    assert cover["cv"] >= max(0.85, cover[0.0]), cover
+    with pytest.raises(ValidationError, match="tau must be"):
+        coreval.select(source, "cat-fisher", 8, seed=0, tau=-1.0, **fit)
