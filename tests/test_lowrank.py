@@ -72,7 +72,7 @@ def test_transform_clips_like_the_authors():
 
 
 def test_fraction_columns_are_percentages_over_100(rng):
-    full, values = simulate(rng)
+    _full, values = simulate(rng)
     frac = np.where(np.arange(values.shape[1]) == 0, values, values / 100)
     ct = fit_transform(frac, fractions=True)
     assert (ct.scale[1:] == 100).all() and ct.scale[0] == 1 and ct.logit[1:].all()
@@ -183,7 +183,8 @@ def test_conformal_factor_covers_exchangeable_cells(rng):
 
 def test_bayes_intervals_cover_simulated_cells(rng):
     full, values = simulate(rng, n_rows=24, n_cols=12, rank=1, noise=0.1)
-    comp = complete_bayes(values, rank=1, num_warmup=100, num_samples=100, seed=0)
+    comp = complete_bayes(values, rank=1, num_warmup=100, num_samples=100, max_tree_depth=5,
+                          seed=0)
     hidden = np.isnan(values)
     inside = (full >= comp.lower) & (full <= comp.upper)
     assert comp.interval == "posterior"

@@ -11,7 +11,10 @@ mapped back.
 * :mod:`.bayes` — the same structure as a NumPyro model with priors, fitted by SVI, and its
   posterior predictive;
 * :mod:`.complete` — completion of a native-scale matrix (point, interval, nested conformal
-  calibration and nested choice of rank and lambda on held-out training cells).
+  calibration and nested choice of rank and lambda on held-out training cells);
+* :mod:`.foldin` — a new model's bias and factors from its scores on a few benchmarks;
+* :mod:`.probes` — probe benchmarks by greedy expected posterior variance on the completed
+  covariance.
 """
 
 from coreval.lowrank.als import ALSState, als_init, als_reconstruct, als_step, complete_als, fit_als

@@ -129,14 +129,14 @@ def conformal_factor(y: np.ndarray, center: np.ndarray, half_width: np.ndarray,
 
 def _bayes_z(z: np.ndarray, observed: np.ndarray, *, inference: str, rank: int,
              noise: Noise, df: float | None, guide: Guide, n_steps: int,
-             learning_rate: float, num_warmup: int, num_samples: int, level: float,
-             init: str, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+             learning_rate: float, num_warmup: int, num_samples: int, max_tree_depth: int,
+             level: float, init: str, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Posterior mean of the cell means and the predictive median / central interval (z)."""
     start = (fit_als(z, observed, rank=rank, lam=0.1, seed=seed) if init == "als" else None)
     if inference == "nuts":
         post = fit_lowrank_nuts(z, observed, rank=rank, noise=noise, df=df,
-                                num_warmup=num_warmup, num_samples=num_samples, init=start,
-                                seed=seed)
+                                num_warmup=num_warmup, num_samples=num_samples,
+                                max_tree_depth=max_tree_depth, init=start, seed=seed)
     else:
         post = fit_lowrank_posterior(z, observed, rank=rank, noise=noise, guide=guide,
                                      n_steps=n_steps, learning_rate=learning_rate,
@@ -151,6 +151,7 @@ def _bayes_z(z: np.ndarray, observed: np.ndarray, *, inference: str, rank: int,
 def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: int = 2,
                    noise: Noise = "column", df: float | None = 4.0,
                    inference: str = "nuts", num_warmup: int = 300, num_samples: int = 300,
+                   max_tree_depth: int = 8,
                    guide: Guide = "normal", n_steps: int = 3000, learning_rate: float = 0.02,
                    level: float = 0.9, calibration: str = "posterior",
                    inner_fraction: float = 1 / 3, init: str = "als",
@@ -168,7 +169,7 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
         likelihood.
     inference : {"nuts", "svi"}
         NUTS (:func:`~coreval.lowrank.bayes.fit_lowrank_nuts`, ``num_warmup`` +
-        ``num_samples``) or SVI (:func:`~coreval.lowrank.bayes.fit_lowrank_posterior`,
+        ``num_samples``, ``max_tree_depth``) or SVI (:func:`~coreval.lowrank.bayes.fit_lowrank_posterior`,
         ``guide``, ``n_steps``, ``learning_rate``, ``num_samples`` guide draws).
     level : float
         Nominal coverage of the central interval.
@@ -206,7 +207,7 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
     _, ct, observed, z = _prepare(values, transform, fractions)
     opts = dict(inference=inference, rank=rank, noise=noise, df=df, guide=guide,
                 n_steps=n_steps, learning_rate=learning_rate, num_warmup=num_warmup,
-                num_samples=num_samples, level=level, init=init)
+                num_samples=num_samples, max_tree_depth=max_tree_depth, level=level, init=init)
     mean_z, med_z, lo_z, hi_z = _bayes_z(z, observed, seed=seed, **opts)
     interval = "posterior"
     if calibration == "conformal":
