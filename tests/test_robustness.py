@@ -368,3 +368,34 @@ def test_small_data_caveats_rules():
     assert any("nearly vacuous" in c for c in small_data_caveats(50, 0.1, 0.8))
     assert any("only 5 source models" in c for c in small_data_caveats(5, 0.4, 0.5))
     assert any("nearly vacuous" in c for c in small_data_caveats(50, 10, 80, (0, 100)))
+
+
+def test_predict_with_a_benchmark_level_method_reports_every_benchmark(tmp_path):
+    """An imputing method predicts one score per benchmark: all are printed, not the first."""
+    import json
+
+    rng = np.random.default_rng(2)
+    latent = rng.normal(size=(31, 2))
+    values = 50 + 10 * latent @ rng.normal(size=(2, 8)) + rng.normal(size=(31, 8))
+    matrix = ScoreMatrix(values, models=[f"m{i}" for i in range(31)],
+                         items=[f"bench{j}" for j in range(8)], name="bench")
+    write_npz(matrix.take(np.arange(30)), tmp_path / "bench.npz")
+    pd.DataFrame({"item": matrix.items, "score": values[30]}).to_csv(tmp_path / "new.csv",
+                                                                     index=False)
+    result = runner.invoke(app, ["predict", str(tmp_path / "bench.npz"),
+                                 str(tmp_path / "new.csv"), "--method", "gauss-mi",
+                                 "--budget", "3"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output[result.output.index("{"):])
+    rows = {row["item"]: row for row in out["benchmarks"]}
+    assert sorted(rows) == sorted(matrix.items) and "score" not in out
+    observed = [item for item, row in rows.items() if row["observed"]]
+    assert len(observed) == 3
+    for j, item in enumerate(matrix.items):
+        row = rows[item]
+        assert row["lower"] <= row["score"] <= row["upper"]
+        if row["observed"]:
+            assert row["score"] == pytest.approx(values[30, j])
+    hidden = [rows[i]["score"] for i in matrix.items if not rows[i]["observed"]]
+    truth = [values[30, j] for j, i in enumerate(matrix.items) if not rows[i]["observed"]]
+    assert np.corrcoef(hidden, truth)[0, 1] > 0.5

@@ -542,7 +542,9 @@ def predict_cmd(
         result = {"method": method, **_prediction_summary(fitted, pred)}
     from coreval.report.score_card import small_data_caveats
 
-    caveats = small_data_caveats(fitted.n_source, result["lower"], result["upper"])
+    # benchmarks on native scales have no common score range: only the source count is checked
+    lower, upper = (result["lower"], result["upper"]) if "score" in result else (0.0, 0.0)
+    caveats = small_data_caveats(fitted.n_source, lower, upper)
     for caveat in caveats:
         typer.echo(f"note: {caveat}", err=True)
     if caveats:
@@ -551,9 +553,18 @@ def predict_cmd(
 
 
 def _prediction_summary(fitted, pred) -> dict[str, object]:
-    return {"k": len(fitted.coreset), "score": float(pred.mean.ravel()[0]),
-            "lower": float(pred.lower.ravel()[0]), "upper": float(pred.upper.ravel()[0]),
-            "level": pred.level, "interval": pred.interval}
+    """The new model's predicted full score, or, for a method that imputes whole benchmarks,
+    one row per benchmark (``observed``: a coreset benchmark the model was run on)."""
+    head = {"k": len(fitted.coreset), "level": pred.level, "interval": pred.interval}
+    if fitted.method.task != "impute":
+        return {**head, "score": float(pred.mean.ravel()[0]),
+                "lower": float(pred.lower.ravel()[0]), "upper": float(pred.upper.ravel()[0])}
+    observed = set(fitted.coreset.items.astype(str))
+    return {**head, "benchmarks": [
+        {"item": str(item), "score": float(m), "lower": float(lo), "upper": float(hi),
+         "observed": str(item) in observed}
+        for item, m, lo, hi in zip(fitted.source_items, pred.mean[0], pred.lower[0],
+                                   pred.upper[0], strict=True)]}
 
 
 def _check_doc_hashes(saved: dict[str, str], logs, path: Path) -> None:
