@@ -305,6 +305,24 @@ def test_low_rank_imputer_folds_in_new_models(bench_source):
         LowRankImputer(level=1.5).fit(source, coreset)
 
 
+def test_bayes_low_rank_imputer_does_not_depend_on_the_batch(bench_source):
+    from coreval.base import Coreset
+    from coreval.prediction.lowrank_imputer import BayesLowRankImputer
+
+    full, source = bench_source
+    coreset = Coreset.from_indices(source, [1, 4, 7, 11, 15])
+    imputer = BayesLowRankImputer(rank=1, num_warmup=50, num_samples=50).fit(source, coreset)
+    x = full[40:44, coreset.indices].copy()
+    x[1, 2] = np.nan  # rows with other patterns of observed benchmarks
+    together = imputer.predict(x)
+    for j in range(4):
+        alone = imputer.predict(x[j:j + 1])
+        np.testing.assert_array_equal(alone.mean[0], together.mean[j])
+        np.testing.assert_array_equal(alone.lower[0], together.lower[j])
+        np.testing.assert_array_equal(alone.upper[0], together.upper[j])
+    assert np.isfinite(together.mean).all()
+
+
 def test_low_rank_methods_are_declared():
     from coreval.methods.registry import get_method
 

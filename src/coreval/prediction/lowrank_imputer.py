@@ -18,6 +18,7 @@ benchmarks gets a NaN row.
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,13 @@ def _patterns(usable: np.ndarray):
     for g, pattern in enumerate(patterns):
         if pattern.any():
             yield np.flatnonzero(inv.ravel() == g), np.flatnonzero(pattern)
+
+
+def _coreset_z(ct, sel: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Responses ``x`` on the coreset columns ``sel``, in the transformed space of ``ct``."""
+    sub = ct._replace(logit=ct.logit[sel], percent=ct.percent[sel], mean=ct.mean[sel],
+                      std=ct.std[sel], scale=ct.scale[sel])
+    return forward(sub, x)
 
 
 def _keep_observed(mean, lower, upper, x, sel, usable) -> None:
@@ -151,11 +159,8 @@ class LowRankImputer(Predictor):
         self.columns_ = source.items
 
     def _predict(self, x: np.ndarray) -> Prediction:
-        sel = self.coreset_.indices
-        ct = self.transform_
-        sub = ct._replace(logit=ct.logit[sel], percent=ct.percent[sel], mean=ct.mean[sel],
-                          std=ct.std[sel], scale=ct.scale[sel])
-        z = forward(sub, x)
+        sel, ct = self.coreset_.indices, self.transform_
+        z = _coreset_z(ct, sel, x)
         usable = ~np.isnan(z)
         n_models, n = x.shape[0], len(self.columns_)
         mean_z = np.full((n_models, n), np.nan)
@@ -234,22 +239,23 @@ class BayesLowRankImputer(Predictor):
         self.columns_ = source.items
 
     def _predict(self, x: np.ndarray) -> Prediction:
-        sel = self.coreset_.indices
-        ct = self.transform_
-        sub = ct._replace(logit=ct.logit[sel], percent=ct.percent[sel], mean=ct.mean[sel],
-                          std=ct.std[sel], scale=ct.scale[sel])
-        z = forward(sub, x)
+        sel, ct = self.coreset_.indices, self.transform_
+        z = _coreset_z(ct, sel, x)
         usable = ~np.isnan(z)
         n_models, n = x.shape[0], len(self.columns_)
         n_draw = self.posterior_["mu"].shape[0]
         mean_z = np.full((n_models, n), np.nan)
         draws_z = np.full((n_draw, n_models, n), np.nan)
-        rng = np.random.default_rng(self.seed)
-        for rows, cols in _patterns(usable):
-            cond, draws = bayes_fold_in(z[np.ix_(rows, cols)], sel[cols], self.posterior_,
+        for row in np.flatnonzero(usable.any(axis=1)):
+            # one stream per model, from the seed and its responses: a model's prediction
+            # does not depend on the other models predicted with it
+            rng = np.random.default_rng([int(self.seed), zlib.crc32(
+                np.ascontiguousarray(x[row], dtype=np.float64).tobytes())])
+            cols = np.flatnonzero(usable[row])
+            cond, draws = bayes_fold_in(z[row:row + 1, cols], sel[cols], self.posterior_,
                                         rng, self.df)
-            mean_z[rows] = cond.mean(axis=0)
-            draws_z[:, rows] = draws
+            mean_z[row] = cond.mean(axis=0)[0]
+            draws_z[:, row] = draws[:, 0]
         alpha = (1.0 - self.level) / 2.0
         lo_z, hi_z = np.quantile(draws_z, [alpha, 1.0 - alpha], axis=0)
         mean, lower, upper = inverse(ct, mean_z), inverse(ct, lo_z), inverse(ct, hi_z)
