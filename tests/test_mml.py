@@ -327,3 +327,29 @@ def test_newton_and_lbfgs_paths_agree(rng, monkeypatch, model):
     np.testing.assert_allclose(newton.a, lbfgs.a, atol=1e-4)
     np.testing.assert_allclose(newton.d, lbfgs.d, atol=1e-4)
     assert newton.loglik == pytest.approx(lbfgs.loglik, abs=1e-6)
+
+
+def test_mml_fit_draws_from_the_asymptotic_normal_so_arviz_shows_standard_errors(rng):
+    import arviz as az
+
+    from coreval.irt import fit
+
+    theta = rng.normal(size=(800, 1))
+    a, d = rng.lognormal(0.0, 0.3, 6), rng.normal(0.0, 1.0, 6)
+    y = (rng.random((800, 6)) < 1 / (1 + np.exp(-(theta * a + d)))).astype(float)
+    res = fit("2pl", y, method="mml", seed=1)
+    direct = fit_mml(y, model="2pl")
+    items = res.items
+    # the item table keeps the estimates and their standard errors exactly
+    np.testing.assert_allclose(items["d"], direct.d, rtol=1e-10)
+    np.testing.assert_allclose(items["d_sd"], direct.se_d, rtol=1e-10)
+    assert res.n_draws == 500
+    summary = az.summary(res.idata, var_names=["a", "d"], kind="stats", round_to="none")
+    sd = summary["sd"].to_numpy()
+    se = np.r_[items["a_sd"].to_numpy(), items["d_sd"].to_numpy()]
+    assert np.isfinite(sd).all()
+    np.testing.assert_allclose(sd, se, rtol=0.15)  # 500 draws: Monte Carlo error ~ 3 %
+    np.testing.assert_allclose(summary["mean"].to_numpy()[6:], direct.d, atol=1e-9)
+    again = fit("2pl", y, method="mml", seed=1)
+    np.testing.assert_array_equal(again.idata.posterior["d"].values,
+                                  res.idata.posterior["d"].values)

@@ -243,7 +243,7 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
         runnable = methods_for(err.got, method.task)
         raise TooFewModelsError(
             f"{method.name}: {err}; methods that run with {err.got} source models: "
-            f"{preview(runnable, 6) or 'none'}", needed=err.needed, got=err.got) from None
+            f"{preview(runnable, 12) or 'none'}", needed=err.needed, got=err.got) from None
     residuals = None
     if calibration == "cv":
         oof = out_of_fold(source, refit, folds=folds, seed=seed, desc=f"{method.name} CV")

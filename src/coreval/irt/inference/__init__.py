@@ -120,7 +120,7 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
     if dims > n_items:
         raise ValidationError(f"dims={dims} exceeds the number of items ({n_items})")
     if method == "mml":
-        return _fit_mml(irt_data, name, show_progress)
+        return _fit_mml(irt_data, name, show_progress, seed=seed)
     batch_size = getattr(settings, "batch_size", None)
     if batch_size is not None and int(batch_size) >= n_models:
         batch_size = None
