@@ -87,11 +87,8 @@ class AdaptivePredictor(Predictor):
         irt_fit = fit_source_irt(source, self.irt, seed=self.seed, cache=self.cache_,
                                  show_progress=self.show_progress)
         bank = ItemBank.from_fit(irt_fit, source)
-        self.tau_ = 0.0 if self.tau == "cv" else float(self.tau)
+        self.tau_ = self._misfit(source) if self.tau == "cv" else float(self.tau)
         self.bank_ = self._bank(bank, coreset.indices, self.tau_)
-        if self.tau == "cv":
-            self.tau_ = self._misfit(source)
-            self.bank_ = self._bank(bank, coreset.indices, self.tau_)
 
     @staticmethod
     def _bank(bank: ItemBank, cols: np.ndarray, tau: float) -> ItemBank:
