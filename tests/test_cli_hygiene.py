@@ -55,3 +55,17 @@ def test_umap_reducer_without_the_extra_names_it(monkeypatch):
     with pytest.raises(ValidationError, match=r"coreval\[umap\]"):
         ScalesSelector(5, features=features, reducer="umap").fit(m)
     assert len(ScalesSelector(5, features=features, reducer="none").fit(m).coreset_) == 5
+
+
+def test_grid_draws_no_bar_into_a_log_by_default(monkeypatch, tmp_path, capsys):
+    """run_grid's bar follows the one rule: no terminal and no COREVAL_PROGRESS, no bar."""
+    from coreval.data.simulate import simulate
+    from coreval.harness import run_grid
+
+    monkeypatch.delenv("COREVAL_PROGRESS", raising=False)
+    m = simulate(40, 30, seed=1).matrix
+    run_grid({"s": m}, ["random"], [5], seeds=[0], split="random", out=tmp_path / "r.parquet")
+    assert "grid:" not in capsys.readouterr().err
+    monkeypatch.setenv("COREVAL_PROGRESS", "1")
+    run_grid({"s": m}, ["random"], [5], seeds=[1], split="random", out=tmp_path / "r.parquet")
+    assert "grid:" in capsys.readouterr().err

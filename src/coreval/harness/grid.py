@@ -71,7 +71,7 @@ def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
              budgets: Sequence[float], *, n_source: Sequence[int | None] = (None,),
              seeds: Sequence[int] | None = (0,), split: str = "binned", folds: int = 10,
              holdout: float = 0.1, split_seed: int = 42, out: str | os.PathLike,
-             n_jobs: int = 1, scheduler: str | None = None, progress: bool = True,
+             n_jobs: int = 1, scheduler: str | None = None, progress: bool | None = None,
              method_options: dict[str, dict] | None = None,
              retry_failed: bool = False, levels: Sequence[float] = ()) -> pd.DataFrame:
     """Evaluate methods on a grid and return one tidy row per run.
@@ -112,8 +112,9 @@ def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
     scheduler : str, optional
         Address of a dask.distributed scheduler: the cells run on that cluster
         via ``joblib.parallel_config(backend="dask")``.
-    progress : bool
-        Show a progress bar over cells.
+    progress : bool, optional
+        Show a progress bar over cells; by default only where one can be drawn (a
+        terminal or Jupyter) unless ``COREVAL_PROGRESS`` says otherwise.
     method_options : dict name -> dict, optional
         Extra keyword options for a method's selector and predictor factories.
     retry_failed : bool
