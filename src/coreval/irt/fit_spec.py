@@ -23,7 +23,7 @@ from coreval.errors import ValidationError
 FIT_METHODS: tuple[str, ...] = ("map", "svi", "nuts", "mml")
 
 #: Prior families of the engine's models (:mod:`coreval.irt.priors`).
-PRIOR_FAMILIES: tuple[str, ...] = ("weak", "hierarchical")
+PRIOR_FAMILIES: tuple[str, ...] = ("weak", "hierarchical", "signed")
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,9 @@ class IRTFitSpec:
         Latent dimensions D.
     fit_method : {"map", "svi", "nuts", "mml"}
         Inference algorithm (:func:`coreval.irt.fit`'s ``method``).
-    priors : {"weak", "hierarchical"}
-        Prior family (:mod:`coreval.irt.priors`).
+    priors : {"weak", "hierarchical", "signed"}
+        Prior family (:mod:`coreval.irt.priors`; ``"signed"`` lets D = 1
+        discriminations be negative).
     num_steps, learning_rate, num_draws : int, float, int
         Optimiser steps, Adam learning rate and posterior draws of MAP and SVI
         (:class:`coreval.irt.MAPSettings`, :class:`coreval.irt.SVISettings`); NUTS

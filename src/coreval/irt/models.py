@@ -197,7 +197,7 @@ def twopl(y: jnp.ndarray, mask: jnp.ndarray, *, n_models: int, n_items: int, dim
         True where observed.
     n_models, n_items, dims : int
         Sizes; ``dims`` is the latent dimension D.
-    priors : {"weak", "hierarchical"}
+    priors : {"weak", "hierarchical", "signed"}
         See :mod:`coreval.irt.priors`.
     guessing, one_pl : bool
         3PL lower asymptote; single shared discrimination (D = 1).

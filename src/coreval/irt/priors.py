@@ -1,6 +1,6 @@
 """Prior blocks shared by the IRT models: discrimination, intercept, guessing, abilities.
 
-Two prior families are offered (``priors=``):
+Three prior families are offered (``priors=``):
 
 ``"weak"``
     Plain weakly-informative priors: ``a ~ LogNormal(0, 1)`` (D = 1),
@@ -26,6 +26,24 @@ Two prior families are offered (``priors=``):
     parameters get a learnt level, ``mu_c ~ Beta(1, 4)`` and
     ``c ~ Beta(5 mu_c, 5 (1 - mu_c))`` (:func:`guessing`); under ``"weak"`` they
     are ``c ~ Beta(1, 4)``.
+``"signed"``
+    The hierarchical family with D = 1 discriminations of either sign:
+    ``a_i ~ Normal(mu_a, 1/u_a)`` (variance ``1/u_a``, ``u_a ~ Gamma(1, 1)``) with a
+    *positive* location ``mu_a ~ LogNormal(0, 1)``. The 2PL is invariant under the
+    reflection ``theta -> -theta, a -> -a, d -> d``; the truncation of
+    ``"hierarchical"`` breaks it by forbidding ``a < 0``, which forces an item
+    whose correct answers go with *lower* ability (a negative item-total
+    correlation: label noise, an item a majority-class heuristic gets right) to
+    ``a ≈ 0``. Here the symmetry is broken by the prior of the hierarchy's mean
+    instead: the orientation in which discriminations are positive *on average*
+    has the higher prior density, so the latent scale still means "more able"
+    while single items may load negatively (on this reflection invariance and its
+    identification by priors see Bafumi, Gelman, Park & Kaplan 2005, "Practical
+    issues in implementing and understanding Bayesian ideal point estimation",
+    Political Analysis 13(2)). For such an item the difficulty ``b = -d / a`` is the ability at
+    which ``P = 1/2`` but the item gets *easier* below it; item tables mark these
+    items (column ``reversed``). Intercepts, guessing, the 1PL's shared (positive)
+    discrimination and the D > 1 loadings are as under ``"hierarchical"``.
 
 Rotation for D > 1
 ------------------
@@ -45,11 +63,16 @@ import numpyro
 import numpyro.distributions as dist
 
 #: Names accepted by ``priors=``.
-PRIORS: tuple[str, ...] = ("weak", "hierarchical")
+PRIORS: tuple[str, ...] = ("weak", "hierarchical", "signed")
+
+#: Prior families with the hierarchical hyperpriors (``mu``, ``u``) of appendix G.2.
+HIERARCHICAL: frozenset[str] = frozenset({"hierarchical", "signed"})
 
 WEAK_LOG_A_SCALE = 1.0
 WEAK_D_SCALE = 3.0
 HYPER_LOC_SCALE = 10.0
+#: ``mu_a ~ LogNormal(0, SIGNED_LOG_MU_SCALE)`` under ``priors="signed"``.
+SIGNED_LOG_MU_SCALE = 1.0
 
 
 def lower_triangular_mask(n_items: int, dims: int) -> np.ndarray:
@@ -75,7 +98,7 @@ def discrimination(n_items: int, dims: int, priors: str, *, shared: bool = False
     ----------
     n_items, dims : int
         Number of items and latent dimensions.
-    priors : {"weak", "hierarchical"}
+    priors : {"weak", "hierarchical", "signed"}
         Prior family (see the module docstring).
     shared : bool
         One common positive discrimination for every item (the 1PL; D = 1 only),
@@ -87,14 +110,21 @@ def discrimination(n_items: int, dims: int, priors: str, *, shared: bool = False
         Loadings (n_items, dims); recorded as the site ``"a"``.
     """
     if shared:
-        if priors == "hierarchical":
+        if priors in HIERARCHICAL:
             mu, scale = _hyper("a")
             prior = dist.TruncatedNormal(mu, scale, low=0.0)
         else:
             prior = dist.LogNormal(0.0, WEAK_LOG_A_SCALE)
         a0 = numpyro.sample("a_shared", prior)
         return numpyro.deterministic("a", jnp.full((n_items, 1), a0))
-    if priors == "hierarchical":
+    if priors == "signed" and dims == 1:
+        # Signed discriminations; the positive hierarchy mean fixes the reflection.
+        mu = numpyro.sample("mu_a", dist.LogNormal(0.0, SIGNED_LOG_MU_SCALE).expand([1])
+                            .to_event(1))
+        u = numpyro.sample("u_a", dist.Gamma(1.0, 1.0).expand([1]).to_event(1))
+        with numpyro.plate("items", n_items):
+            return numpyro.sample("a", dist.Normal(mu, 1.0 / jnp.sqrt(u)).to_event(1))
+    if priors in HIERARCHICAL:
         mu, scale = _hyper("a", (dims,))
     else:
         mu, scale = jnp.zeros(dims), jnp.full(dims, WEAK_LOG_A_SCALE)
@@ -107,8 +137,8 @@ def discrimination(n_items: int, dims: int, priors: str, *, shared: bool = False
     # zeros above the diagonal (rotation constraint, see module docstring).
     a_diag = numpyro.sample("a_diag", dist.LogNormal(0.0, WEAK_LOG_A_SCALE).expand([dims])
                             .to_event(1))
-    load_scale = scale if priors == "hierarchical" else jnp.ones(dims)
-    load_loc = mu if priors == "hierarchical" else jnp.zeros(dims)
+    load_scale = scale if priors in HIERARCHICAL else jnp.ones(dims)
+    load_loc = mu if priors in HIERARCHICAL else jnp.zeros(dims)
     with numpyro.plate("items", n_items):
         a_load = numpyro.sample("a_load", dist.Normal(load_loc, load_scale).to_event(1))
     free = jnp.asarray(lower_triangular_mask(n_items, dims), dtype=a_load.dtype)
@@ -120,7 +150,7 @@ def discrimination(n_items: int, dims: int, priors: str, *, shared: bool = False
 
 def intercept(n_items: int, priors: str) -> jnp.ndarray:
     """Sample item intercepts ``d`` (n_items,): ``N(0, 3)`` or hierarchical ``N(mu_d, 1/u_d)``."""
-    if priors == "hierarchical":
+    if priors in HIERARCHICAL:
         mu, scale = _hyper("d")
     else:
         mu, scale = 0.0, WEAK_D_SCALE
@@ -142,7 +172,7 @@ def guessing(n_items: int, priors: str = "weak") -> jnp.ndarray:
     benchmark without a chance floor ``mu_c`` (and with it every ``c``) can
     shrink towards 0 instead of being pulled to 0.2.
     """
-    if priors != "hierarchical":
+    if priors not in HIERARCHICAL:
         with numpyro.plate("items", n_items):
             return numpyro.sample("c", dist.Beta(1.0, 4.0))
     mu = numpyro.sample("mu_c", dist.Beta(1.0, 4.0))

@@ -205,6 +205,10 @@ class IRTFit:
             table["a"] = point["a"][:, 0]
             table["d"] = point["d"]
             table["b"] = point["b"] if "b" in point else -point["d"] / point["a"][:, 0]
+            if (point["a"][:, 0] < 0).any():
+                # Signed discriminations (priors="signed"): b is where P = 1/2, but these
+                # items get easier as the ability falls.
+                table["reversed"] = point["a"][:, 0] < 0
         else:
             for j in range(self.dims):
                 table[f"a{j + 1}"] = point["a"][:, j]

@@ -88,7 +88,7 @@ def fit(model: str | Callable[..., None] = "2pl", data=None, *, method: str = "m
         draw and standard errors.
     dims : int
         Latent dimension D (rotation fixed as documented in :mod:`coreval.irt.priors`).
-    priors : {"weak", "hierarchical"}
+    priors : {"weak", "hierarchical", "signed"}
         Prior family (mRMR paper appendix G.2 for ``"hierarchical"``).
     settings : MAPSettings, SVISettings, NUTSSettings, MMLSettings, dict or None
         The method's settings (:mod:`coreval.irt.inference.settings`): steps, learning
@@ -197,3 +197,6 @@ def _check_options(name: str, link: str, method: str, dims, priors: str) -> None
                                   f"{', '.join(with_mml)}, not {name!r}")
         if dims != 1:
             raise ValidationError(f"method 'mml' supports dims=1 only, got dims={dims}")
+        if priors == "signed":
+            raise ValidationError("method 'mml' fits positive (log-normal) slopes; "
+                                  "priors='signed' needs method 'map', 'svi' or 'nuts'")
