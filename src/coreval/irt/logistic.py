@@ -14,6 +14,8 @@ Polo, F. M. et al. (2024). tinyBenchmarks (the ability MLE of p-IRT).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
@@ -26,6 +28,10 @@ _EPS = 1e-10
 #: Quadrature grid of the 1-D ability posterior (spacing 0.04).
 GRID_HALF_WIDTH = 8.0
 GRID_NODES = 401
+#: Quadrature grid of the 2-D ability posterior: this many nodes per axis on
+#: ``[-GRID2_HALF_WIDTH, GRID2_HALF_WIDTH]`` (spacing 0.25; 1681 nodes).
+GRID2_HALF_WIDTH = 5.0
+GRID2_NODES = 41
 
 
 
@@ -174,4 +180,67 @@ def grid_ability_draws(x: np.ndarray, a: np.ndarray, d: np.ndarray, c: np.ndarra
         u = rng.random(cdf.shape[:2])
         pick = np.minimum((cdf < u[..., None]).sum(axis=2), n_nodes - 1)
         out[sl] = nodes[pick] + (rng.random(pick.shape) - 0.5) * step
+    return out
+
+
+def grid_ability_draws_2d(x: np.ndarray, a: np.ndarray, d: np.ndarray,
+                          c: np.ndarray | None = None, *,
+                          rng: np.random.Generator | Sequence[np.random.Generator],
+                          half_width: float = GRID2_HALF_WIDTH,
+                          n_nodes: int = GRID2_NODES) -> np.ndarray:
+    """2-D ability draws by quadrature on a product grid (:func:`grid_ability_draws` for D = 2).
+
+    For item-parameter draw ``s`` the ability posterior on the grid is
+    ``p(θ_g | y) ∝ N(θ_g; 0, I) Π_i p^{y_i} (1 - p)^{1 - y_i}``,
+    ``p = c + (1 - c) σ(θ_g · a_i + d_i)``; one node is drawn per (model, draw) by
+    its posterior weight and jittered uniformly within its cell (Bock & Mislevy
+    1982, on a tensor-product grid).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n_models, k)
+        Responses on the coreset items (NaN = not answered, skipped).
+    a : ndarray, shape (S, k, 2); d, c : ndarray, shape (S, k)
+        Item-parameter draws of the coreset items.
+    rng : numpy Generator, or one per model
+        With one generator per model, each model's draws come from its own stream
+        (``3 S`` uniforms, taken first), so they do not depend on the other models.
+    half_width, n_nodes : each axis is ``linspace(-half_width, half_width, n_nodes)``.
+
+    Returns
+    -------
+    ndarray, shape (n_models, S, 2)
+    """
+    if a.shape[2] != 2:
+        raise ValidationError(f"grid_ability_draws_2d needs 2-D loadings, got D={a.shape[2]}")
+    axis = np.linspace(-half_width, half_width, n_nodes)
+    nodes = np.stack(np.meshgrid(axis, axis, indexing="ij"), axis=-1).reshape(-1, 2)  # (G, 2)
+    n_grid = len(nodes)
+    step = axis[1] - axis[0]
+    n_draws = d.shape[0]
+    mask = ~np.isnan(x)
+    y = np.where(mask, x, 0.0)
+    log_prior = -0.5 * np.sum(nodes ** 2, axis=1)
+    if isinstance(rng, np.random.Generator):
+        uniforms = rng.random((len(x), n_draws, 3))
+    else:
+        if len(rng) != len(x):
+            raise ValidationError(f"grid_ability_draws_2d: {len(rng)} generators for "
+                                  f"{len(x)} models")
+        uniforms = np.stack([g.random((n_draws, 3)) for g in rng]) if len(x) else (
+            np.empty((0, n_draws, 3)))
+    out = np.empty((x.shape[0], n_draws, 2))
+    for s in range(n_draws):  # one item-parameter draw at a time bounds the (k, G) arrays
+        z = np.clip(a[s] @ nodes.T + d[s][:, None], -LOGIT_CLIP, LOGIT_CLIP)     # (k, G)
+        p = expit(z)
+        if c is not None:
+            p = c[s][:, None] + (1.0 - c[s][:, None]) * p
+        p = np.clip(p, 1e-12, 1.0 - 1e-12)
+        log_q = np.log1p(-p)
+        logpost = y @ (np.log(p) - log_q) + mask.astype(float) @ log_q + log_prior  # (n, G)
+        logpost -= logpost.max(axis=1, keepdims=True)
+        cdf = np.cumsum(np.exp(logpost), axis=1)
+        cdf /= cdf[:, -1:]
+        pick = np.minimum((cdf < uniforms[:, s, :1]).sum(axis=1), n_grid - 1)
+        out[:, s] = nodes[pick] + (uniforms[:, s, 1:] - 0.5) * step
     return out

@@ -30,7 +30,9 @@ predictive simulation).
 
 from __future__ import annotations
 
+import warnings
 import zlib
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit
@@ -40,11 +42,102 @@ from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.irt.fit_spec import IRTFitSpec
-from coreval.irt.logistic import LOGIT_CLIP, grid_ability_draws
+from coreval.irt.logistic import LOGIT_CLIP, grid_ability_draws, grid_ability_draws_2d
 from coreval.irt.source_fit import BAYES_FIT, fit_source_irt
 
 #: Accepted values of ``IRTBayesPredictor(misfit=...)``.
 MISFIT_MODES: tuple[str, ...] = ("cv", "in-sample", "none")
+
+#: Replicated source matrices of the posterior predictive check (at most).
+PPC_REPLICATES = 100
+#: Nominal level of the per-item posterior predictive ranges of the check.
+PPC_LEVEL = 0.9
+#: Ridge penalties of the baseline that the out-of-fold IRT error is compared with.
+RIDGE_ALPHAS = np.logspace(-3, 4, 15)
+
+
+@dataclass(frozen=True)
+class PosteriorPredictiveCheck:
+    """A posterior predictive check of an IRT fit on its source models.
+
+    The discrepancy is the per-item point-biserial correlation ``r_i(y)`` of item
+    ``i`` with the models' total (mean) score. From ``R`` replicated matrices
+    ``y_rep ~ p(y_rep | θ, a, d)`` (one posterior draw of the abilities and item
+    parameters each, Gelman, Meng & Stern 1996; Gelman et al. 2013, *Bayesian Data
+    Analysis*, 3rd ed., section 6.3; Sinharay, Johnson & Stern 2006, "Posterior
+    predictive assessment of item response theory models", *Applied Psychological
+    Measurement* 30(4), on discrepancies for IRT models) the check reports the
+    following.
+
+    Attributes
+    ----------
+    pvalue : float
+        Bayesian p-value ``P(T(y_rep) >= T(y))`` of the summed discrepancy
+        ``T(y) = Σ_i (r_i(y) - m_i)² / v_i`` (``m_i``, ``v_i``: the replicates'
+        mean and variance of ``r_i``). Near 0: the model cannot reproduce the
+        observed item-total correlations.
+    outside_share : float
+        Share of items whose observed ``r_i`` lies outside the central
+        ``level`` range of its replicates (about ``1 - level`` for a model that fits).
+    item_pvalues : ndarray (n_items,)
+        Per-item ``P(r_i(y_rep) >= r_i(y))`` (NaN for an item without variance).
+    negative_share : float
+        Share of items with ``r_i(y) < 0`` in the observed matrix.
+    level : float
+        Level of the per-item ranges.
+    replicates : int
+        ``R``.
+    """
+
+    pvalue: float
+    outside_share: float
+    item_pvalues: np.ndarray
+    negative_share: float
+    level: float
+    replicates: int
+
+
+def item_total_correlation(y: np.ndarray) -> np.ndarray:
+    """Point-biserial correlation of each item with the models' mean score.
+
+    Parameters
+    ----------
+    y : ndarray, shape (..., n_models, n_items)
+        Scores; NaN = not observed (left out of the model's mean and of the item's
+        correlation).
+
+    Returns
+    -------
+    ndarray, shape (..., n_items)
+        Pearson correlation over the models that answered the item; NaN where the
+        item or the totals have no variance.
+    """
+    obs = ~np.isnan(y)
+    y0 = np.where(obs, y, 0.0)
+    total = y0.sum(axis=-1, keepdims=True) / np.maximum(obs.sum(axis=-1, keepdims=True), 1)
+    n = np.maximum(obs.sum(axis=-2), 1)                                   # (..., n_items)
+    mx = y0.sum(axis=-2) / n
+    mt = (obs * total).sum(axis=-2) / n
+    dx = np.where(obs, y0 - mx[..., None, :], 0.0)
+    dt = np.where(obs, total - mt[..., None, :], 0.0)
+    cov = (dx * dt).sum(axis=-2)
+    var = (dx ** 2).sum(axis=-2) * (dt ** 2).sum(axis=-2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(var > 1e-12, cov / np.sqrt(np.where(var > 1e-12, var, 1.0)), np.nan)
+
+
+def ridge_loo_errors(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Leave-one-out errors of :class:`sklearn.linear_model.RidgeCV` (``y`` on ``x``).
+
+    The penalty is chosen from :data:`RIDGE_ALPHAS` by the closed-form leave-one-out
+    error (generalised cross-validation, Golub, Heath & Wahba 1979), and the errors
+    returned are those at the chosen penalty, so they are slightly optimistic.
+    """
+    from sklearn.linear_model import RidgeCV
+
+    model = RidgeCV(alphas=RIDGE_ALPHAS, store_cv_results=True).fit(x, y)
+    column = int(np.flatnonzero(np.isclose(RIDGE_ALPHAS, model.alpha_))[0])
+    return np.sqrt(np.asarray(model.cv_results_)[:, column])
 
 
 class IRTBayesPredictor(Predictor):
@@ -91,12 +184,32 @@ class IRTBayesPredictor(Predictor):
         :mod:`coreval.irt.priors`).
     seed : int
         Seed of the ability draws and of the Bernoulli noise.
+    check : bool
+        Criticise the fit at fit time (attributes ``ppc_``, ``ridge_cv_rmse_``
+        and the misfit warning below).
     show_progress : bool, optional
 
     Attributes
     ----------
     tau_ : float
         Score-level misfit standard deviation (0 when ``misfit=False``).
+    ppc_ : PosteriorPredictiveCheck or None
+        Posterior predictive check of the item-total correlations on the source
+        models (logistic models with ``check=True``; else None).
+    cv_rmse_ : float or None
+        Out-of-fold RMSE of the predicted full scores of the source models
+        (``misfit="cv"``; else None).
+    ridge_cv_rmse_ : float or None
+        Leave-one-out RMSE of a ridge regression of the same source models' full
+        scores on their coreset responses (:func:`ridge_loo_errors`), for the same
+        models as ``cv_rmse_``. When ``cv_rmse_`` exceeds it the fit warns
+        (``UserWarning``): the IRT model then predicts the benchmark worse than a
+        linear map of the coreset answers (random++'s predictor), a sign that the
+        data are not the unidimensional IRT data the model assumes (e.g. items that
+        correlate negatively with the total, or a second factor such as a
+        classifier's label bias). The ridge errors keep the coreset fixed while
+        the IRT folds re-select it, and the penalty is chosen on the same errors,
+        so the comparison favours the ridge slightly.
 
     Notes
     -----
@@ -117,7 +230,7 @@ class IRTBayesPredictor(Predictor):
 
     def __init__(self, *, irt: IRTFitSpec = BAYES_FIT, noise: bool = True,
                  misfit: str | bool = "cv", misfit_folds: int = 5, level: float = 0.9,
-                 ability_method: str = "eap", seed: int = 0,
+                 ability_method: str = "eap", seed: int = 0, check: bool = True,
                  show_progress: bool | None = None) -> None:
         self.irt = irt
         self.noise = noise
@@ -126,6 +239,7 @@ class IRTBayesPredictor(Predictor):
         self.level = level
         self.ability_method = ability_method
         self.seed = seed
+        self.check = check
         self.show_progress = show_progress
 
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
@@ -178,12 +292,16 @@ class IRTBayesPredictor(Predictor):
         self.w_unseen_ = weights[unseen]
         self.binary_ = source.is_binary
         self._fit_misfit(source)
+        self.ppc_ = (self._posterior_predictive_check(source)
+                     if self.check and self.logistic_ else None)
 
     def _theta_draws(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Ability draws ``(n_models, S, D)``, draw ``s`` given item-parameter draw ``s``."""
-        if (self.params_coreset_[0].shape[2] == 1 and self.ability_method == "eap"
-                and self.logistic_):
-            return grid_ability_draws(x, *self.params_coreset_, rng=rng)[..., None]
+        dims = self.params_coreset_[0].shape[2]
+        if self.ability_method == "eap" and self.logistic_ and dims <= 2:
+            if dims == 1:
+                return grid_ability_draws(x, *self.params_coreset_, rng=rng)[..., None]
+            return grid_ability_draws_2d(x, *self.params_coreset_, rng=rng)
         return self._engine_theta_draws(x, rng)
 
     def _engine_theta_draws(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -204,9 +322,13 @@ class IRTBayesPredictor(Predictor):
             out.append(theta[order])
         return np.stack(out)
 
-    def _simulate(self, x: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior predictive mean ``(n,)`` and full-score draws ``(S, n)`` (no misfit term)."""
-        theta = self._theta_draws(x, rng)                      # (n, S, D)
+    def _simulate(self, x: np.ndarray, rng: np.random.Generator, theta: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior predictive mean ``(n,)`` and full-score draws ``(S, n)`` (no misfit term).
+
+        ``theta`` (n, S, D): ability draws already made (else drawn here from ``rng``).
+        """
+        theta = self._theta_draws(x, rng) if theta is None else theta  # (n, S, D)
         bad = ~np.isfinite(theta).all(axis=(1, 2))
         if bad.any():
             raise ValidationError(
@@ -288,6 +410,7 @@ class IRTBayesPredictor(Predictor):
         x = source.values[:, self.coreset_.indices]
         ok = np.flatnonzero(~np.isnan(x).any(axis=1))
         self.tau_ = 0.0
+        self.cv_rmse_ = self.ridge_cv_rmse_ = None
         if mode == "none" or len(ok) < 2:
             return
         truth = source.summary_scores()
@@ -295,12 +418,74 @@ class IRTBayesPredictor(Predictor):
             mean, draws = self._simulate(x[ok], np.random.default_rng(self.seed))
             resid2, var = (truth[ok] - mean) ** 2, draws.var(axis=0)
         else:
-            resid2, var = self._out_of_fold(source, ok)
+            resid2, var, rows = self._out_of_fold(source, ok)
+            if self.check and len(rows) >= 3:
+                self._compare_with_ridge(x[rows], truth[rows], resid2)
         self.tau_ = float(np.sqrt(max(0.0, resid2.mean() - var.mean())))
 
+    def _compare_with_ridge(self, x: np.ndarray, truth: np.ndarray, resid2: np.ndarray) -> None:
+        """Set ``cv_rmse_`` and ``ridge_cv_rmse_``; warn when the IRT model is the worse."""
+        self.cv_rmse_ = float(np.sqrt(np.mean(resid2)))
+        self.ridge_cv_rmse_ = float(np.sqrt(np.mean(ridge_loo_errors(x, truth) ** 2)))
+        if self.cv_rmse_ > self.ridge_cv_rmse_:
+            warnings.warn(
+                f"irt-bayes: the {self.irt.model!r} IRT model (priors={self.irt.priors!r}) fits "
+                f"the source models worse than a ridge regression on the same coreset "
+                f"(out-of-fold RMSE {100 * self.cv_rmse_:.2f} pp vs "
+                f"{100 * self.ridge_cv_rmse_:.2f} pp); its predictions and intervals rest "
+                "on a model the data contradict (see ppc_), consider random++",
+                UserWarning, stacklevel=2)
+
+    def _posterior_predictive_check(self, source: ScoreMatrix
+                                    ) -> PosteriorPredictiveCheck | None:
+        """Replicate the source matrix from the posterior; compare item-total correlations.
+
+        None when the fit stores no ability draws of the source models.
+        """
+        fit = self.irt_fit_
+        if "theta" not in fit.idata.posterior:
+            return None
+        theta = np.asarray(fit.idata.posterior["theta"].values, dtype=float)
+        theta = theta.reshape((-1, *theta.shape[2:]))                  # (S, n_models, D)
+        items = {name: np.asarray(v, dtype=float) for name, v in fit.item_draws().items()}
+        n_rep = min(PPC_REPLICATES, theta.shape[0], items["d"].shape[0])
+        rng = np.random.default_rng([int(self.seed), 1])
+        pick_t = rng.choice(theta.shape[0], size=n_rep, replace=False)
+        pick_i = (pick_t if items["d"].shape[0] == theta.shape[0]
+                  else rng.choice(items["d"].shape[0], size=n_rep, replace=False))
+        a = items["a"] if "a" in items else np.ones((*items["d"].shape, 1))
+        a = a[:, :, None] if a.ndim == 2 else a
+        z = np.einsum("rmd,rid->rmi", theta[pick_t], a[pick_i]) + items["d"][pick_i][:, None]
+        p = expit(np.clip(z, -LOGIT_CLIP, LOGIT_CLIP))
+        if "c" in items:
+            c = items["c"][pick_i][:, None]
+            p = c + (1.0 - c) * p
+        observed = np.asarray(source.values, dtype=float)
+        y_rep = (rng.random(p.shape) < p).astype(float)
+        y_rep[:, np.isnan(observed)] = np.nan
+        r_obs = item_total_correlation(observed)                       # (n_items,)
+        r_rep = item_total_correlation(y_rep)                          # (R, n_items)
+        alpha = (1.0 - PPC_LEVEL) / 2.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # items constant in every replicate
+            lo, hi = np.nanquantile(r_rep, [alpha, 1.0 - alpha], axis=0)
+            m, v = np.nanmean(r_rep, axis=0), np.nanvar(r_rep, axis=0)
+        usable = np.isfinite(r_obs) & np.isfinite(m)
+        v = np.maximum(v, 1e-6)
+        t_obs = np.sum((r_obs[usable] - m[usable]) ** 2 / v[usable])
+        t_rep = np.nansum((r_rep[:, usable] - m[usable]) ** 2 / v[usable], axis=1)
+        with np.errstate(invalid="ignore"):
+            item_p = np.where(np.isfinite(r_obs), np.mean(r_rep >= r_obs, axis=0), np.nan)
+        outside = (r_obs[usable] < lo[usable]) | (r_obs[usable] > hi[usable])
+        return PosteriorPredictiveCheck(
+            pvalue=float(np.mean(t_rep >= t_obs)),
+            outside_share=float(outside.mean()) if usable.any() else float("nan"),
+            item_pvalues=item_p, negative_share=float(np.mean(r_obs[np.isfinite(r_obs)] < 0)),
+            level=PPC_LEVEL, replicates=int(n_rep))
+
     def _out_of_fold(self, source: ScoreMatrix, ok: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray]:
-        """Squared errors and predictive variances of ``ok`` rows, each predicted out of fold.
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Squared errors, predictive variances and rows of ``ok`` rows predicted out of fold.
 
         Through the one out-of-fold loop (:func:`coreval.base.out_of_fold`) with
         this predictor's ``refit_``: when fitted by :func:`coreval.pipeline.fit_method`
@@ -313,11 +498,11 @@ class IRTBayesPredictor(Predictor):
         if int(self.misfit_folds) < 2:
             raise ValidationError(f"misfit_folds must be at least 2, got {self.misfit_folds}")
         oof = out_of_fold(source, self.refit_, folds=int(self.misfit_folds), seed=self.seed,
-                          rows=ok, complete_only=True, params={"misfit": "none"},
+                          rows=ok, complete_only=True, params={"misfit": "none", "check": False},
                           show_progress=self.show_progress, desc="irt-bayes misfit folds")
         if len(oof.rows) == 0:
-            return np.zeros(1), np.zeros(1)
-        return oof.residuals ** 2, oof.variance
+            return np.zeros(1), np.zeros(1), np.zeros(0, dtype=np.intp)
+        return oof.residuals ** 2, oof.variance, np.asarray(oof.rows)
 
     def _row_rng(self, row: np.ndarray) -> np.random.Generator:
         """The random stream of one model, from the seed and that model's responses.
@@ -328,11 +513,20 @@ class IRTBayesPredictor(Predictor):
         digest = zlib.crc32(np.ascontiguousarray(row, dtype=np.float64).tobytes())
         return np.random.default_rng([int(self.seed), digest])
 
+    def _batched_2d(self) -> bool:
+        """2-D grid abilities: drawn for all models at once, each from its own stream."""
+        return (self.params_coreset_[0].shape[2] == 2 and self.ability_method == "eap"
+                and self.logistic_)
+
     def _predict(self, x: np.ndarray) -> Prediction:
         means, all_draws = [], []
-        for row in x:
-            rng = self._row_rng(row)
-            mean_j, draws_j = self._simulate(row[None], rng)
+        rngs = [self._row_rng(row) for row in x]
+        theta = (grid_ability_draws_2d(x, *self.params_coreset_, rng=rngs)
+                 if self._batched_2d() else None)
+        for j, row in enumerate(x):
+            rng = rngs[j]
+            mean_j, draws_j = self._simulate(row[None], rng,
+                                             None if theta is None else theta[j:j + 1])
             if self.tau_ > 0.0:
                 draws_j = draws_j + rng.normal(0.0, self.tau_, size=draws_j.shape)
             means.append(mean_j)

@@ -1,0 +1,108 @@
+"""irt-bayes model criticism: posterior predictive check and the ridge comparison warning."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from coreval.data.matrix import ScoreMatrix
+from coreval.methods import get_method
+from coreval.pipeline import fit_method
+from coreval.prediction.irt_bayes import (
+    PosteriorPredictiveCheck,
+    item_total_correlation,
+    ridge_loo_errors,
+)
+
+FAST = {"num_steps": 600}
+
+
+def _matrix(n_models: int, n_items: int, *, neg_share: float, seed: int) -> ScoreMatrix:
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=n_models)
+    a = np.exp(rng.normal(0.3, 0.3, size=n_items))
+    a[rng.random(n_items) < neg_share] *= -1.0
+    d = rng.normal(0.0, 1.0, size=n_items)
+    y = (rng.random((n_models, n_items)) < expit(np.outer(theta, a) + d)).astype(float)
+    return ScoreMatrix(y)
+
+
+def _fit(matrix: ScoreMatrix, k: int, **options):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fm = fit_method(get_method("irt-bayes"), matrix, k, seed=0, **FAST, **options)
+    misfit = [w for w in caught if issubclass(w.category, UserWarning)
+              and "fits the source models worse than a ridge" in str(w.message)]
+    return fm.predictor, misfit
+
+
+def test_item_total_correlation_matches_corrcoef_and_skips_nan() -> None:
+    rng = np.random.default_rng(0)
+    y = (rng.random((30, 6)) < 0.5).astype(float)
+    total = y.mean(axis=1)
+    expected = [np.corrcoef(y[:, i], total)[0, 1] for i in range(6)]
+    np.testing.assert_allclose(item_total_correlation(y), expected, atol=1e-12)
+    y_nan = y.copy()
+    y_nan[3, 2] = np.nan
+    r = item_total_correlation(y_nan)
+    total_nan = np.nanmean(y_nan, axis=1)
+    keep = np.arange(30) != 3
+    np.testing.assert_allclose(r[2], np.corrcoef(y_nan[keep, 2], total_nan[keep])[0, 1])
+    y[:, 0] = 1.0  # an item without variance
+    assert np.isnan(item_total_correlation(y)[0])
+
+
+def test_ridge_loo_errors_are_leave_one_out() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(25, 4))
+    y = x @ np.array([1.0, -0.5, 0.2, 0.0]) + 0.1 * rng.normal(size=25)
+    err = ridge_loo_errors(x, y)
+    assert err.shape == (25,) and np.all(err >= 0)
+    assert np.sqrt(np.mean(err ** 2)) < 0.2
+
+
+def test_clean_2pl_passes_the_check_without_warning() -> None:
+    matrix = _matrix(60, 100, neg_share=0.0, seed=2)
+    predictor, misfit = _fit(matrix, 20)
+    assert not misfit, [str(w.message) for w in misfit]
+    assert predictor.cv_rmse_ is not None and predictor.ridge_cv_rmse_ is not None
+    assert predictor.cv_rmse_ <= predictor.ridge_cv_rmse_
+    ppc = predictor.ppc_
+    assert isinstance(ppc, PosteriorPredictiveCheck)
+    assert ppc.pvalue > 0.05
+    assert ppc.outside_share < 0.25
+    assert ppc.item_pvalues.shape == (100,)
+
+
+def test_negative_items_under_positive_prior_warn_and_fail_the_check() -> None:
+    """40 % negatively discriminating items: the truncated prior cannot fit them."""
+    matrix = _matrix(60, 100, neg_share=0.4, seed=3)
+    predictor, misfit = _fit(matrix, 20, priors="hierarchical")
+    assert len(misfit) == 1
+    message = str(misfit[0].message)
+    assert f"{100 * predictor.cv_rmse_:.2f} pp" in message
+    assert f"{100 * predictor.ridge_cv_rmse_:.2f} pp" in message
+    assert predictor.cv_rmse_ > predictor.ridge_cv_rmse_
+    assert predictor.ppc_.pvalue < 0.05
+    assert predictor.ppc_.outside_share > 0.25
+    assert predictor.ppc_.negative_share > 0.2
+
+
+def test_check_off_and_in_sample_misfit_skip_the_comparison() -> None:
+    matrix = _matrix(40, 60, neg_share=0.0, seed=4)
+    predictor, _ = _fit(matrix, 12, check=False)
+    assert predictor.ppc_ is None and predictor.ridge_cv_rmse_ is None
+    predictor, misfit = _fit(matrix, 12, misfit="in-sample")
+    assert predictor.cv_rmse_ is None and not misfit
+    assert predictor.ppc_ is not None
+
+
+@pytest.mark.parametrize("priors", ["signed"])
+def test_signed_prior_fits_the_negative_items(priors: str) -> None:
+    matrix = _matrix(60, 100, neg_share=0.4, seed=3)
+    predictor, misfit = _fit(matrix, 20, priors=priors)
+    assert not misfit
+    assert predictor.ppc_.pvalue > 0.05
