@@ -70,3 +70,16 @@ def test_irt_bayes_two_dimensions_end_to_end() -> None:
     # each model's draws come from its own stream: the same alone as in the batch
     alone = fm.predict_array(target[3:4, fm.coreset.indices])
     np.testing.assert_array_equal(alone.draws[:, 0], pred.draws[:, 3])
+
+
+def test_fisher_coreset_with_a_two_dimensional_spec_bins_a_one_dimensional_fit() -> None:
+    rng = np.random.default_rng(3)
+    theta = rng.normal(size=40)
+    a = np.exp(rng.normal(0.0, 0.3, size=60))
+    y = (rng.random((40, 60)) < expit(np.outer(theta, a) + rng.normal(size=60))).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fm = fit_method(get_method("irt-bayes"), ScoreMatrix(y), 12, seed=0, coreset="fisher",
+                        dims=2, num_steps=300, misfit="none")
+    assert len(fm.coreset) == 12
+    assert fm.selector.fit_.dims == 1 and fm.predictor.irt_fit_.dims == 2

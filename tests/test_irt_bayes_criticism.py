@@ -5,7 +5,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pytest
 from scipy.special import expit
 
 from coreval.data.matrix import ScoreMatrix
@@ -80,7 +79,7 @@ def test_clean_2pl_passes_the_check_without_warning() -> None:
 def test_negative_items_under_positive_prior_warn_and_fail_the_check() -> None:
     """40 % negatively discriminating items: the truncated prior cannot fit them."""
     matrix = _matrix(60, 100, neg_share=0.4, seed=3)
-    predictor, misfit = _fit(matrix, 20, priors="hierarchical")
+    predictor, misfit = _fit(matrix, 20, priors="hierarchical", choose_dims=False)
     assert len(misfit) == 1
     message = str(misfit[0].message)
     assert f"{100 * predictor.cv_rmse_:.2f} pp" in message
@@ -100,9 +99,40 @@ def test_check_off_and_in_sample_misfit_skip_the_comparison() -> None:
     assert predictor.ppc_ is not None
 
 
-@pytest.mark.parametrize("priors", ["signed"])
-def test_signed_prior_fits_the_negative_items(priors: str) -> None:
+def test_signed_prior_fits_the_negative_items() -> None:
     matrix = _matrix(60, 100, neg_share=0.4, seed=3)
-    predictor, misfit = _fit(matrix, 20, priors=priors)
+    predictor, misfit = _fit(matrix, 20, priors="signed", choose_dims=False)
     assert not misfit
     assert predictor.ppc_.pvalue > 0.05
+
+
+def _label_bias_matrix(seed: int) -> ScoreMatrix:
+    """A classifier benchmark: able models, and models that always answer one class."""
+    rng = np.random.default_rng(seed)
+    n_items = 120
+    label = rng.random(n_items) < 0.5
+    a = np.exp(rng.normal(0.3, 0.3, size=n_items))
+    d = rng.normal(1.0, 1.0, size=n_items)
+    theta = rng.normal(size=45)
+    y = (rng.random((45, n_items)) < expit(np.outer(theta, a) + d)).astype(float)
+    biased = np.repeat(label[None].astype(float), 15, axis=0)
+    biased[::2] = 1.0 - biased[::2]
+    noise = rng.random(biased.shape) < 0.03
+    return ScoreMatrix(np.vstack([y, np.abs(biased - noise)]))
+
+
+def test_choose_dims_takes_the_second_dimension_for_label_bias() -> None:
+    predictor, _ = _fit(_label_bias_matrix(5), 24, priors="signed")
+    cv = predictor.dims_cv_rmse_
+    assert set(cv) == {1, 2} and cv[2] < cv[1]
+    assert predictor.irt_spec_.dims == 2 and predictor.irt_fit_.dims == 2
+    assert predictor.cv_rmse_ == cv[2]
+
+
+def test_choose_dims_keeps_the_better_fit() -> None:
+    predictor, _ = _fit(_matrix(60, 100, neg_share=0.0, seed=2), 20, priors="signed")
+    cv = predictor.dims_cv_rmse_
+    assert predictor.irt_spec_.dims == (2 if cv[2] < cv[1] else 1)
+    assert predictor.cv_rmse_ == min(cv.values())
+    off, _ = _fit(_matrix(60, 100, neg_share=0.0, seed=2), 20, choose_dims=False)
+    assert off.dims_cv_rmse_ is None and off.irt_spec_.dims == 1

@@ -50,6 +50,9 @@ METABENCH_FIT = IRTFitSpec(model="2pl", fit_method="map", priors="weak", learnin
                            num_draws=1)
 
 #: irt-bayes' fit: the 2PL by SVI under the hierarchical priors, 200 posterior draws.
+#: irt-bayes adds the same fit with two latent dimensions when that predicts held-out
+#: source models better (``IRTBayesPredictor(choose_dims=True)``). The adaptive tests
+#: (``cat-*``) share this spec.
 BAYES_FIT = IRTFitSpec(model="2pl")
 
 

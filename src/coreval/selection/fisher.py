@@ -98,7 +98,8 @@ class FisherInformationSelector(Selector):
         highest mean information over all source abilities; ``"none"`` stops after
         one pass, as the reference (fewer than ``k`` items when ``k >= n_source``).
     irt : IRTFitSpec
-        The IRT fit of the source models: a 1-D logistic model. The default
+        The IRT fit of the source models: a logistic model, fitted with one latent
+        dimension whatever its ``dims`` (the bins need a 1-D ability). The default
         (:data:`coreval.irt.source_fit.METABENCH_FIT`) is a MAP fit of the 2PL with
         weakly-informative priors; the reference uses two rounds of alternating joint
         maximum likelihood instead.
@@ -128,10 +129,10 @@ class FisherInformationSelector(Selector):
         if self.fill not in FILL_RULES:
             raise ValidationError(f"FisherInformationSelector fill must be one of "
                                   f"{', '.join(FILL_RULES)}; got {self.fill!r}")
-        if self.irt.dims != 1:
-            raise ValidationError(f"FisherInformationSelector bins a 1-D ability; "
-                                  f"got an IRT fit with dims={self.irt.dims}")
-        irt_fit = fit_source_irt(source, self.irt, seed=self.seed, cache=self.cache_,
+        # The bins are quantiles of a 1-D ability: a spec with D > 1 (e.g. irt-bayes'
+        # shared fit) is fitted with one dimension for the selection.
+        spec = self.irt if self.irt.dims == 1 else self.irt.replace(dims=1)
+        irt_fit = fit_source_irt(source, spec, seed=self.seed, cache=self.cache_,
                                  show_progress=self.show_progress)
         a, d, c = logistic_item_params(irt_fit)
         theta = np.asarray(irt_fit.abilities(), dtype=float)[:, 0]
