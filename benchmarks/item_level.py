@@ -71,9 +71,14 @@ def run(methods: list[str], data_dir: Path, n_jobs: int) -> float:
 
 def _stored() -> pd.DataFrame:
     """Every stored cell (parts of finished runs), whatever the methods."""
-    parts = sorted((RAW.parent / (RAW.name + ".parts")).glob("*.parquet"))
+    return _stored_at(RAW)
+
+
+def _stored_at(raw: Path) -> pd.DataFrame:
+    """Every stored cell of the grid written to ``raw`` (its ``.parts`` folder)."""
+    parts = sorted((raw.parent / (raw.name + ".parts")).glob("*.parquet"))
     if not parts:
-        raise SystemExit(f"no stored cells under {RAW}.parts; run without --report-only first")
+        raise SystemExit(f"no stored cells under {raw}.parts; run without --report-only first")
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -23,7 +23,7 @@ __all__ = ["FittedMethod", "load_selection", "save_selection", "select"]
 
 
 def select(source: ScoreMatrix, method: str = "random++", budget: float = 0.1, *, seed: int = 0,
-           calibration: Calibration = "native", **options: Any) -> FittedMethod:
+           calibration: Calibration = "auto", **options: Any) -> FittedMethod:
     """Choose a coreset with ``method`` and fit its predictor on ``source``.
 
     Parameters
@@ -36,9 +36,11 @@ def select(source: ScoreMatrix, method: str = "random++", budget: float = 0.1, *
         Below 1: a fraction of the columns; 1 or more: a count.
     seed : int
         Seed of every random choice (same seed, same coreset and numbers).
-    calibration : {"native", "cv"}
-        Interval of the predictions: the predictor's own, or split conformal on
-        out-of-fold residuals with selection redone in each fold (see
+    calibration : {"auto", "native", "cv"}
+        Interval of the predictions: the predictor's own (``"native"``), or split
+        conformal on out-of-fold residuals with selection redone in each fold
+        (``"cv"``); ``"auto"`` (default) uses ``"cv"`` where the selector read the
+        source scores and the predictor's interval would not account for it (see
         :mod:`coreval.pipeline`).
     **options
         Method options (e.g. ``degree=3`` for ``mrmr++``).

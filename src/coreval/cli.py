@@ -323,8 +323,9 @@ def compare(
     n_jobs: Annotated[int, typer.Option(callback=_n_jobs, help="Parallel joblib workers (-1: "
                                         "all cores).")] = 1,
     calibration: Annotated[str, typer.Option(
-        help="Intervals: 'native' (the predictor's own) or 'cv' (split conformal on "
-        "out-of-fold residuals with the selection redone in each fold).")] = "native",
+        help="Intervals: 'native' (the predictor's own), 'cv' (split conformal on "
+        "out-of-fold residuals with the selection redone in each fold) or 'auto' ('cv' "
+        "where the selector read the source scores).")] = "auto",
     scheduler: Annotated[str | None, typer.Option(
         help="dask.distributed scheduler ADDRESS; runs the grid on that cluster (dask "
         "exchanges pickles: connect only to a cluster you trust).")] = None,
@@ -489,8 +490,9 @@ def predict_cmd(
         min=0, max=2**32 - 1, help="Same seed as used for select. [default: 0]",
         show_default=False)] = None,
     calibration: Annotated[str | None, typer.Option(
-        help="Intervals: 'native' (the predictor's own) or 'cv' (split conformal on "
-        "out-of-fold residuals with the selection redone in each fold). [default: native]",
+        help="Intervals: 'native' (the predictor's own), 'cv' (split conformal on "
+        "out-of-fold residuals with the selection redone in each fold) or 'auto' ('cv' "
+        "where the selector read the source scores). [default: auto]",
         show_default=False)] = None,
     option: OptionsOpt = None,
     data_dir: DataDirOpt = None,
@@ -528,7 +530,7 @@ def predict_cmd(
         series = _read_responses(responses, lm)
         fitted = select(_load(data, data_dir, lm), method, 0.1 if budget is None else budget,
                         seed=0 if seed is None else seed,
-                        calibration="native" if calibration is None else calibration,
+                        calibration="auto" if calibration is None else calibration,
                         **_options(option))
         try:
             pred = fitted.predict(series)

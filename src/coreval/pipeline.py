@@ -16,6 +16,17 @@ the held-out fold is predicted from *its own* coreset, and the resulting
 out-of-fold residuals give a split-conformal interval (Lei et al. 2018) around
 the final prediction. A full jackknife+/CV+ (Barber et al. 2021) is impossible
 here because a new model only answers the final coreset, not the folds' coresets.
+
+``calibration="auto"`` (the default) makes this choice per method, from what the
+method is, never from the data: ``"cv"`` when the selector reads the source
+models' scores and the predictor's own interval does not already come from fold
+fits that re-ran the selection (irt-bayes' misfit term, stacking, the adaptive
+tests: ``Predictor.selection_aware_interval``); ``"native"`` otherwise (a random
+coreset, whose jackknife+ or split-conformal interval is valid as it is, and the
+``impute`` task). Cost: ``folds`` more runs of the whole method (5 by default),
+selection included; IRT fits of the fold subsets are shared through the fit cache
+with irt-bayes' misfit folds and stacking's folds, which split the source models
+the same way (:class:`sklearn.model_selection.KFold` with the run's seed).
 """
 
 from __future__ import annotations
@@ -44,16 +55,20 @@ from coreval.data.matrix import ScoreMatrix
 from coreval.errors import TooFewModelsError, ValidationError, preview
 from coreval.methods.registry import Method
 
-Calibration = Literal["native", "cv"]
+Calibration = Literal["auto", "native", "cv"]
+#: Accepted ``calibration=`` values.
+CALIBRATIONS: tuple[str, ...] = ("auto", "native", "cv")
+#: Folds of ``calibration="cv"`` (and of ``"auto"`` where it means ``"cv"``).
+CV_FOLDS = 5
 #: Keywords of :func:`fit_method` itself, accepted beside a method's own options.
 PIPELINE_OPTIONS: tuple[str, ...] = ("calibration", "folds")
 
 
 def check_options(method: Method, options: dict[str, Any]) -> None:
     """Raise before any work when ``options`` has an unknown option or calibration."""
-    calibration = options.get("calibration", "native")
-    if calibration not in ("native", "cv"):
-        raise ValidationError(f"calibration must be 'native' or 'cv', got {calibration!r}")
+    calibration = options.get("calibration", "auto")
+    if calibration not in CALIBRATIONS:
+        raise ValidationError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
     method.route({k: v for k, v in options.items() if k not in PIPELINE_OPTIONS})
 
 
@@ -71,7 +86,8 @@ class FittedMethod:
     seconds : dict
         Wall-clock seconds of ``select`` and ``fit`` (``fit`` includes calibration).
     calibration : {"native", "cv"}
-        Which interval :meth:`predict` returns (see the module docstring).
+        Which interval :meth:`predict` returns (see the module docstring); ``"auto"``
+        is resolved to one of them by :func:`resolve_calibration`.
     cv_residuals : ndarray or None
         Out-of-fold absolute residuals of the whole pipeline (``calibration="cv"``).
     seed : int
@@ -195,8 +211,25 @@ class FittedMethod:
                        draws=None)
 
 
+def resolve_calibration(calibration: str, method: Method, selector: Selector,
+                        predictor: Predictor) -> str:
+    """``"native"`` or ``"cv"`` for ``calibration="auto"`` (module docstring); others unchanged.
+
+    ``"cv"`` exactly when the method scores models (``task="score"``), its selector
+    read the source models' scores (``Selector.uses_source_models``) and its
+    predictor's interval is not already selection-aware
+    (``Predictor.selection_aware_interval``).
+    """
+    if calibration != "auto":
+        return calibration
+    if (method.task == "score" and bool(getattr(selector, "uses_source_models", True))
+            and not bool(getattr(predictor, "selection_aware_interval", False))):
+        return "cv"
+    return "native"
+
+
 def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
-               calibration: Calibration = "native", folds: int = 10,
+               calibration: Calibration = "auto", folds: int = CV_FOLDS,
                cache: FitCache | None = None, **options: Any) -> FittedMethod:
     """Fit ``method``'s selector (k columns) and predictor on ``source``.
 
@@ -210,10 +243,12 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
         Coreset size.
     seed : int
         Seed of the selector and predictor.
-    calibration : {"native", "cv"}
+    calibration : {"auto", "native", "cv"}
         ``"native"``: the predictor's own interval. ``"cv"``: split-conformal
         interval from out-of-fold residuals of the whole pipeline, selection
-        included (``folds``-fold over source models; module docstring).
+        included (``folds``-fold over source models; module docstring). ``"auto"``
+        (default): ``"cv"`` where the native interval would ignore a selection made
+        from the source scores (:func:`resolve_calibration`).
     folds : int
         Number of folds for ``calibration="cv"`` (at most the number of sources).
     cache : FitCache, optional
@@ -225,8 +260,8 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
         (:meth:`coreval.methods.Method.route`; an unknown option is an error).
     """
     seed = check_seed(seed)
-    if calibration not in ("native", "cv"):
-        raise ValidationError(f"calibration must be 'native' or 'cv', got {calibration!r}")
+    if calibration not in CALIBRATIONS:
+        raise ValidationError(f"calibration must be one of {CALIBRATIONS}, got {calibration!r}")
     if calibration == "cv" and method.task != "score":
         raise ValidationError(
             f"calibration='cv' supports score methods only; {method.name!r} imputes columns")
@@ -245,6 +280,7 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
             f"{method.name}: {err}; methods that run with {err.got} source models: "
             f"{preview(runnable, 12) or 'none'}", needed=err.needed, got=err.got) from None
     residuals = None
+    calibration = resolve_calibration(calibration, method, selector, predictor)
     if calibration == "cv":
         oof = out_of_fold(source, refit, folds=folds, seed=seed, desc=f"{method.name} CV")
         residuals = np.abs(oof.residuals)

@@ -44,6 +44,9 @@ class OutOfFold:
         Variance of the predictive draws, where the predictor has draws.
     fold : ndarray of int
         The fold of each row.
+    collected : ndarray or None
+        What ``collect(predictor, x)`` returned for each row (``out_of_fold(collect=...)``),
+        e.g. the predictions of a stack's components, shape ``(len(rows), ...)``.
     """
 
     rows: np.ndarray
@@ -53,6 +56,7 @@ class OutOfFold:
     upper: np.ndarray
     variance: np.ndarray | None
     fold: np.ndarray
+    collected: np.ndarray | None = None
 
     @property
     def residuals(self) -> np.ndarray:
@@ -63,7 +67,8 @@ class OutOfFold:
 def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], *,
                 folds: int, seed: int, rows: np.ndarray | None = None,
                 complete_only: bool = False, params: dict[str, Any] | None = None,
-                show_progress: bool | None = None, desc: str = "out-of-fold") -> OutOfFold:
+                show_progress: bool | None = None, desc: str = "out-of-fold",
+                collect: Callable[[Any, np.ndarray], np.ndarray] | None = None) -> OutOfFold:
     """Predict ``rows`` of ``source`` out of fold with ``refit``.
 
     Parameters
@@ -85,6 +90,10 @@ def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], 
         (otherwise the predictor sees the NaN).
     params : dict, optional
         Predictor parameters for the fold fits (e.g. ``{"misfit": "none"}``).
+    collect : callable, optional
+        ``collect(fold_predictor, x) -> array`` with one row per held-out model,
+        called beside ``predict``; its rows are returned in ``OutOfFold.collected``
+        (the stacking predictor collects its components' predictions this way).
 
     Returns
     -------
@@ -98,8 +107,8 @@ def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], 
             f"out-of-fold estimation needs at least 2 folds of source models; got {len(rows)} "
             f"models and folds={folds}")
     truth = source.summary_scores()
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in
-                                          ("rows", "mean", "lower", "upper", "var", "fold")}
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("rows", "mean", "lower", "upper",
+                                                          "var", "fold", "collected")}
     has_draws = True
     splits = KFold(n_folds, shuffle=True, random_state=seed).split(rows)
     for f, (_, held_pos) in enumerate(progress(splits, desc=desc, total=n_folds,
@@ -119,6 +128,8 @@ def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], 
         parts["lower"].append(pred.lower)
         parts["upper"].append(pred.upper)
         parts["fold"].append(np.full(len(held), f))
+        if collect is not None:
+            parts["collected"].append(np.asarray(collect(predictor, x), dtype=float))
         if pred.draws is None:
             has_draws = False
         else:
@@ -131,4 +142,5 @@ def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], 
     cat = {k: np.concatenate(v)[order] for k, v in parts.items() if v}
     return OutOfFold(rows=cat["rows"], truth=truth[cat["rows"]], mean=cat["mean"],
                      lower=cat["lower"], upper=cat["upper"],
-                     variance=cat.get("var") if has_draws else None, fold=cat["fold"])
+                     variance=cat.get("var") if has_draws else None, fold=cat["fold"],
+                     collected=cat.get("collected"))

@@ -42,6 +42,10 @@ class Predictor(BaseEstimator):
     allows_missing_responses: bool = False
     min_source_models: int = 2
     needs_binary: bool = False
+    #: Whether the predictor's own interval already comes from out-of-fold fits that
+    #: re-run the selection (irt-bayes' misfit term, stacking), so that
+    #: ``calibration="auto"`` of :func:`coreval.pipeline.fit_method` keeps it.
+    selection_aware_interval: bool = False
 
     def fit(self, source: ScoreMatrix, coreset: Coreset, *, cache: FitCache | None = None,
             refit: FoldRefit | None = None) -> Predictor:

@@ -44,6 +44,7 @@ BUILTIN_FAMILIES: tuple[str, ...] = (
     "coreval.methods.simba",
     "coreval.methods.scales",
     "coreval.methods.adaptive",
+    "coreval.methods.stacking",
 )
 
 #: Parameters the framework sets itself (never user options).

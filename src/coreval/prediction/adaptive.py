@@ -59,6 +59,8 @@ class AdaptivePredictor(Predictor):
     """
 
     needs_binary = True
+    #: The misfit term τ is learnt out of fold on the source models (tau="cv").
+    selection_aware_interval = True
     allows_missing_responses = True
 
     def __init__(self, *, rule: str = "score", width: float | None = None, batch: int = 1,

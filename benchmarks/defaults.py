@@ -1,0 +1,133 @@
+"""The current defaults on the shared matrices: stacking, calibration="auto", irt-bayes.
+
+A focused slice of the item-level grid for the defaults' acceptance questions:
+
+* accuracy of every method, and of the stacked ones, at M source models and a 10 %
+  budget on the 8 LLM matrices (σ⁻¹-aggregated RMSE, mean target-only Kendall τ);
+* robustness on the GLUE classifier matrices ``mrpc`` and ``sst2``: each method's
+  RMSE over random++'s on the same splits;
+* calibration of the default intervals (coverage90) and the median seconds per run.
+
+Binned split, seeds as given. Cells are stored under
+``benchmarks/results/raw/defaults.parquet.parts/`` and a re-run computes only the
+missing ones.
+
+Usage::
+
+    python benchmarks/defaults.py [--n-source 30] [--seeds 0,1,2] [--methods m1,m2]
+                                  [--datasets d1,d2] [--n-jobs 1] [--report-only]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from _results import provenance, write_markdown
+from coreval.data import load_matrix
+from coreval.harness import run_grid
+from coreval.harness.summary import dataset_sigmas, sigma_weighted_summary
+from item_level import _md, _stored_at
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+RAW = RESULTS / "raw" / "defaults.parquet"
+LLM = ("arc_challenge", "ifeval", "openllm_math", "commonsense", "gsm", "math", "med_qa",
+       "mmlu")
+GLUE = ("mrpc", "sst2")
+METHODS = ("random", "random++", "anchor-points++", "mrmr++", "gp-irt", "irt-bayes",
+           "stack-random", "stack-mrmr", "stack-irt-anchors")
+BUDGET = 0.10
+METRICS = ("rmse", "kendall", "coverage90", "width90")
+
+
+def report(df: pd.DataFrame, data_dir: Path, command: str) -> str:
+    ok = df[df["error"].isna()].copy()
+    ok["seconds"] = ok[["seconds_select", "seconds_fit", "seconds_predict"]].sum(axis=1)
+    lines = ["# Current defaults: stacking, calibration=\"auto\", irt-bayes", "",
+             *provenance(command), "",
+             "Binned split, budget 10 %, metrics on the target models only. Every method "
+             "runs with its defaults, so supervised coresets get calibration=\"auto\" "
+             "(split conformal on out-of-fold residuals with the selection re-run, 5 folds). "
+             "RMSE and width in pp.", ""]
+    for m_src, g in ok.groupby("n_source"):
+        llm = g[g["dataset"].isin(LLM)]
+        present = sorted(set(llm["dataset"]))
+        if present:
+            mats = {n: load_matrix(n, data_dir=data_dir) for n in present}
+            agg = sigma_weighted_summary(llm, dataset_sigmas(mats), metrics=METRICS)
+            sec = llm.groupby("method")["seconds"].median()
+            runs = llm.groupby("method").size()
+            agg = agg.set_index("method")
+            table = pd.DataFrame({
+                "method": agg.index, "rmse": 100 * agg["rmse"].to_numpy(),
+                "kendall": agg["kendall"].to_numpy(),
+                "coverage90": agg["coverage90"].to_numpy(),
+                "width90": 100 * agg["width90"].to_numpy(),
+                "seconds": sec.reindex(agg.index).to_numpy(),
+                "runs": runs.reindex(agg.index).to_numpy()}).sort_values("rmse")
+            lines += [f"## M = {int(m_src)}: the 8 LLM matrices (σ⁻¹-aggregated; "
+                      f"{', '.join(present)})", "",
+                      *_md(table, {"rmse": ".2f", "kendall": ".3f", "coverage90": ".2f",
+                                   "width90": ".1f", "seconds": ".1f", "runs": ".0f"}), ""]
+            per = llm.groupby(["dataset", "method"])["rmse"].mean().unstack("method") * 100
+            lines += ["RMSE per dataset (pp, mean over seeds):", "",
+                      *_md(per.reset_index(), {c: ".2f" for c in per.columns}), ""]
+        glue = g[g["dataset"].isin(GLUE)]
+        if not glue.empty:
+            mean = glue.groupby(["dataset", "method"]).agg(
+                rmse=("rmse", "mean"), coverage90=("coverage90", "mean")).reset_index()
+            base = mean[mean["method"] == "random++"].set_index("dataset")["rmse"]
+            mean["ratio_to_random++"] = mean["rmse"] / mean["dataset"].map(base)
+            mean["rmse"] *= 100
+            lines += [f"## M = {int(m_src)}: robustness on mrpc and sst2 (goal: ratio ≤ 1.3)",
+                      "", *_md(mean.sort_values(["dataset", "rmse"]),
+                               {"rmse": ".2f", "coverage90": ".2f",
+                                "ratio_to_random++": ".2f"}), ""]
+        stacks = [m for m in sorted(set(g["method"])) if m.startswith("stack-")]
+        if stacks:
+            lines += [f"## M = {int(m_src)}: seconds per run (median, all datasets)", "",
+                      *_md(g.groupby("method")["seconds"].median().reset_index(),
+                           {"seconds": ".1f"}), ""]
+    failed = df[df["error"].notna()]
+    if len(failed):
+        lines += [f"{len(failed)} runs failed; first: {failed.iloc[0]['method']} on "
+                  f"{failed.iloc[0]['dataset']}: {failed.iloc[0]['error']}", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n-source", default="30")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--datasets", default=",".join(LLM + GLUE))
+    ap.add_argument("--n-jobs", type=int, default=1)
+    ap.add_argument("--data-dir", type=Path,
+                    default=Path(os.environ.get("COREVAL_DATA", REPO.parent / "shared" / "data")))
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args()
+    if not args.report_only:
+        names = args.datasets.split(",")
+        matrices = {n: load_matrix(n, data_dir=args.data_dir) for n in names}
+        t0 = time.perf_counter()
+        run_grid(matrices, args.methods.split(","), [BUDGET],
+                 n_source=[int(v) for v in args.n_source.split(",")],
+                 seeds=[int(v) for v in args.seeds.split(",")], split="binned", out=RAW,
+                 n_jobs=args.n_jobs)
+        print(f"grid: {time.perf_counter() - t0:.0f} s")
+    command = "python benchmarks/defaults.py " + " ".join(
+        f"--{k.replace('_', '-')} {v}" for k, v in (("n_source", args.n_source),
+                                                  ("seeds", args.seeds))) + \
+        " (run per method group; the grid resumes from stored cells)"
+    text = report(_stored_at(RAW), args.data_dir, command)
+    print(write_markdown(RESULTS / "defaults.md", text))
+
+
+if __name__ == "__main__":
+    main()

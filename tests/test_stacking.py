@@ -1,0 +1,111 @@
+"""Stacking: out-of-fold meta-weights with the selection re-run per fold, conformal interval."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.model_selection import KFold
+
+from coreval.data import simulate
+from coreval.errors import ValidationError
+from coreval.methods import get_method
+from coreval.pipeline import fit_method, resolve_calibration
+from coreval.prediction.stacking import COMPONENTS, StackingPredictor, stack_weights
+
+
+def test_nnls_weights_give_a_useless_component_no_weight():
+    rng = np.random.default_rng(0)
+    y = rng.uniform(0.2, 0.8, 60)
+    good = y + rng.normal(0, 0.01, 60)
+    fair = y + rng.normal(0, 0.05, 60)
+    misfit = 1.0 - y + rng.normal(0, 0.05, 60)   # anti-correlated with the truth
+    w, b = stack_weights(np.column_stack([good, fair, misfit]), y, "nnls")
+    assert b == 0.0 and (w >= 0).all()
+    assert w[2] < 0.02 and w[0] > w[1]
+    assert abs(w.sum() - 1.0) < 0.05
+
+
+def test_meta_learners_and_their_errors():
+    rng = np.random.default_rng(1)
+    y = rng.uniform(size=40)
+    p = np.column_stack([y + rng.normal(0, 0.02, 40), np.full(40, 0.5)])
+    w, b = stack_weights(p, y, "ridge")
+    assert w[0] > 0.8 and np.isfinite(b)
+    np.testing.assert_allclose(stack_weights(p, y, "average")[0], [0.5, 0.5])
+    with pytest.raises(ValidationError, match="meta must be one of"):
+        stack_weights(p, y, "lasso")
+    with pytest.raises(ValidationError, match="do not match"):
+        stack_weights(p[:3], y, "nnls")
+
+
+def test_weights_are_learnt_from_folds_that_rerun_the_selection():
+    m = simulate(n_models=70, n_items=80, seed=3).matrix
+    source, target = m.take(np.arange(40)), m.take(np.arange(40, 70))
+    method = get_method("stack-mrmr")
+    names = ("mean", "ridge", "kernel-ridge")
+    fitted = fit_method(method, source, 8, seed=4, components=names)
+    stack = fitted.predictor
+    y = source.summary_scores()
+    oof = np.empty((40, len(names)))
+    for train, held in KFold(5, shuffle=True, random_state=4).split(np.arange(40)):
+        sub = source.take(train)
+        coreset = method.make_selector(k=8, seed=4).fit(sub).coreset_
+        for j, name in enumerate(names):
+            comp = COMPONENTS[name](4).fit(sub, coreset)
+            oof[held, j] = comp.predict(source.values[np.ix_(held, coreset.indices)]).mean
+    w, _ = stack_weights(oof, y, "nnls")
+    np.testing.assert_allclose(stack.weights_, w, atol=1e-10)
+    assert set(stack.component_rmse_) == set(names)
+    # the stack's own interval is kept: its residuals already re-ran the selection
+    assert fitted.calibration == "native"
+    pred = fitted.predict_array(target.values[:, fitted.coreset.indices])
+    assert pred.interval == "cv-residual"
+    truth = target.summary_scores()
+    comps = stack.component_predictions(target.values[:, fitted.coreset.indices])
+    rmse = np.sqrt(np.mean((pred.mean - truth) ** 2))
+    worst = np.sqrt(np.mean((comps - truth[:, None]) ** 2, axis=0)).max()
+    assert rmse <= worst
+    assert np.mean((truth >= pred.lower) & (truth <= pred.upper)) >= 0.75
+
+
+def test_irt_components_stack_on_binary_data():
+    m = simulate(n_models=60, n_items=60, seed=5).matrix
+    source, target = m.take(np.arange(36)), m.take(np.arange(36, 60))
+    fitted = fit_method(get_method("stack-random"), source, 12, seed=0)
+    stack = fitted.predictor
+    assert list(stack.components_) == list(COMPONENTS)
+    assert (stack.weights_ >= 0).all() and stack.weights_.sum() > 0.5
+    pred = fitted.predict_array(target.values[:, fitted.coreset.indices])
+    truth = target.summary_scores()
+    comps = stack.component_predictions(target.values[:, fitted.coreset.indices])
+    errors = np.sqrt(np.mean((comps - truth[:, None]) ** 2, axis=0))
+    assert np.sqrt(np.mean((pred.mean - truth) ** 2)) <= errors.max()
+    assert np.all(np.isfinite(pred.lower)) and np.all(pred.lower <= pred.upper)
+
+
+def test_continuous_scores_drop_the_binary_components():
+    m = simulate(n_models=40, n_items=40, model="beta", seed=2).matrix
+    stack = StackingPredictor(meta_folds=0)
+    fitted = fit_method(get_method("stack-random"), m, 8, seed=0, meta_folds=0)
+    assert list(fitted.predictor.components_) == ["mean", "ridge", "kernel-ridge"]
+    assert stack.needs_binary is False
+    assert StackingPredictor(components=("gp-irt",)).needs_binary is True
+
+
+def test_bad_options_are_named():
+    m = simulate(n_models=30, n_items=40, seed=0).matrix
+    with pytest.raises(ValidationError, match="unknown stacking components"):
+        fit_method(get_method("stack-random"), m, 5, components=("ridge", "xgboost"))
+    with pytest.raises(ValidationError, match="meta_folds must be 0"):
+        fit_method(get_method("stack-random"), m, 5, meta_folds=1)
+
+
+@pytest.mark.parametrize("name, expected", [("mrmr+", "cv"), ("anchor-points++", "cv"),
+                                            ("random++", "native"), ("irt-bayes", "native"),
+                                            ("stack-mrmr", "native"), ("cat-fisher", "native")])
+def test_auto_calibration_follows_what_the_method_is(name, expected):
+    method = get_method(name)
+    selector = method.make_selector(k=5)
+    predictor = method.make_predictor()
+    assert resolve_calibration("auto", method, selector, predictor) == expected
+    assert resolve_calibration("native", method, selector, predictor) == "native"
