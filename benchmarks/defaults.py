@@ -25,7 +25,6 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from _results import provenance, write_markdown

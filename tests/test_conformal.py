@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 
 from coreval.base import Coreset
-from coreval.base.conformal import jackknife_plus_interval, split_conformal_interval
+from coreval.base.conformal import (
+    conformal_inflation,
+    jackknife_plus_interval,
+    split_conformal_interval,
+)
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.prediction.mean import MeanPredictor
@@ -111,3 +115,27 @@ def test_mean_predictor_split_conformal_coverage(rng):
         truth = target.summary_scores()
         covered.append(np.mean((truth >= pred.lower) & (truth <= pred.upper)))
     assert 0.87 <= np.mean(covered) <= 0.94
+
+
+def test_conformal_inflation_restores_coverage_of_overconfident_gaussians():
+    rng = np.random.default_rng(0)
+    z = 1.6448536269514722
+    # predictive sd 1 claimed, true errors have sd 2: tau^2 should be about 3
+    n_cal, n_new = 400, 20_000
+    var_cal, var_new = np.ones(n_cal), np.ones(n_new)
+    tau2 = conformal_inflation(rng.normal(0, 2, n_cal) ** 2, var_cal, 0.9)
+    assert 2.0 < tau2 < 4.2
+    err = rng.normal(0, 2, n_new)
+    covered = np.abs(err) <= z * np.sqrt(var_new + tau2)
+    assert 0.87 < covered.mean() < 0.94
+    # already calibrated (or conservative): no inflation
+    assert conformal_inflation(rng.normal(0, 0.5, n_cal) ** 2, var_cal, 0.9) == 0.0
+
+
+def test_conformal_inflation_hand_case_and_validation():
+    # scores r^2/z^2 - v; n = 4, level 0.5: rank ceil(5 * 0.5) = 3 -> third smallest
+    z2 = 0.6744897501960817 ** 2
+    r2 = np.array([1.0, 4.0, 9.0, 16.0]) * z2
+    assert conformal_inflation(r2, np.zeros(4), 0.5) == pytest.approx(9.0)
+    with pytest.raises(ValidationError, match="same length"):
+        conformal_inflation(r2, np.zeros(3), 0.9)

@@ -327,7 +327,7 @@ def test_misfit_cv_reselects_on_each_fold(sim, anchors, monkeypatch):
 
     monkeypatch.setattr(RandomSelector, "_select", spy)
     fitted = fit_method(get_method("irt-bayes"), source, K, seed=0, misfit_folds=4,
-                        irt=FIT.replace(num_draws=20))
+                        irt=FIT.replace(num_draws=20), choose_dims=False)
     monkeypatch.undo()
     assert calls == [N_SRC] + [N_SRC - N_SRC // 4] * 4  # the final selection, then each fold
     assert fitted.predictor.tau_ >= 0.0

@@ -117,3 +117,43 @@ def split_conformal_interval(pred, residuals, level: float = 0.9) -> tuple[np.nd
     rank = math.ceil((r.shape[0] + 1) * level - 1e-9)
     q = float(_kth_smallest(r, rank, axis=0))
     return pred - q, pred + q
+
+
+def conformal_inflation(squared_errors, variances, level: float = 0.9) -> float:
+    """Smallest added variance ``τ²`` whose Gaussian intervals cover ``level`` of calibration points.
+
+    With calibration residuals ``r_m`` and predictive variances ``v_m``, the interval
+    ``ŷ_m ± z sqrt(v_m + τ²)`` (``z`` the standard normal ``(1 + level)/2`` quantile)
+    covers ``y_m`` exactly when the nonconformity score ``s_m = r_m² / z² − v_m`` is at
+    most ``τ²``. ``τ²`` is the ⌈(n+1)·level⌉-th smallest ``s_m`` (split conformal on
+    ``s``, Lei et al. 2018, Algorithm 2; the largest when ``n`` is too small for the
+    level), floored at 0. So a new exchangeable point is covered with probability at
+    least ``level`` by the Gaussian interval, and close to it by a predictive
+    distribution that is near-Gaussian.
+
+    Parameters
+    ----------
+    squared_errors : array-like, shape (n,)
+        ``r_m²`` of points not used to fit the predictor (e.g. out of fold).
+    variances : array-like, shape (n,)
+        Their predictive variances ``v_m``.
+    level : float
+        Nominal coverage.
+
+    Returns
+    -------
+    float
+        ``τ² ≥ 0``.
+    """
+    from scipy.stats import norm
+
+    level = _check_level(level)
+    r2 = np.asarray(squared_errors, dtype=float).ravel()
+    v = np.asarray(variances, dtype=float).ravel()
+    if r2.shape != v.shape or r2.size == 0 or not (np.isfinite(r2).all() and np.isfinite(v).all()):
+        raise ValidationError("conformal_inflation needs finite squared errors and variances "
+                              "of the same length")
+    z = float(norm.ppf(0.5 + level / 2.0))
+    scores = r2 / z**2 - v
+    rank = min(math.ceil((r2.size + 1) * level - 1e-9), r2.size)
+    return float(max(0.0, _kth_smallest(scores, rank, axis=0)))

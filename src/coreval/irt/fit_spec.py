@@ -40,9 +40,11 @@ class IRTFitSpec:
         Latent dimensions D.
     fit_method : {"map", "svi", "nuts", "mml"}
         Inference algorithm (:func:`coreval.irt.fit`'s ``method``).
-    priors : {"weak", "hierarchical", "signed"}
+    priors : {"weak", "hierarchical", "signed", "auto"}
         Prior family (:mod:`coreval.irt.priors`; ``"signed"`` lets D = 1
-        discriminations be negative).
+        discriminations be negative). ``"auto"``: ``"hierarchical"`` or ``"signed"``,
+        whichever predicts held-out source models better
+        (:func:`coreval.irt.source_fit.resolve_irt_model`).
     num_steps, learning_rate, num_draws : int, float, int
         Optimiser steps, Adam learning rate and posterior draws of MAP and SVI
         (:class:`coreval.irt.MAPSettings`, :class:`coreval.irt.SVISettings`); NUTS
@@ -71,7 +73,7 @@ class IRTFitSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model:
             raise ValidationError(f"IRTFitSpec: model must be a model name, got {self.model!r}")
-        for name, allowed in (("fit_method", FIT_METHODS), ("priors", PRIOR_FAMILIES)):
+        for name, allowed in (("fit_method", FIT_METHODS), ("priors", (*PRIOR_FAMILIES, "auto"))):
             if getattr(self, name) not in allowed:
                 raise ValidationError(f"IRTFitSpec: {name} must be one of {allowed}, "
                                       f"got {getattr(self, name)!r}")

@@ -2,7 +2,10 @@
 
 * ``p-irt``: IRT anchor points + p-IRT.
 * ``gp-irt``, ``gp-irt+``, ``gp-irt++``: IRT anchor points + gp-IRT, or the
-  ridge / kernel-ridge refits of the mRMR paper.
+  ridge / kernel-ridge refits of the mRMR paper. Their IRT fit is tinyBenchmarks'
+  with the prior family chosen per run (``priors="auto"``: positive or signed
+  discriminations, by the gp-IRT validation error on the source models);
+  ``priors="hierarchical"`` is the reference's fit, which ``p-irt`` keeps.
 * ``metabench``, ``metabench+``, ``metabench++``: Fisher information per
   ability-quantile bin + GAM on (θ̂, coreset mean), or the refits.
 * ``irt-bayes``, ``irt-bayes+``, ``irt-bayes++``: a coreset (option
@@ -29,7 +32,7 @@ Efficient Benchmarking Is Just Feature Selection and Multiple Regression.
 
 from __future__ import annotations
 
-from coreval.irt.source_fit import BAYES_FIT, METABENCH_FIT, TINYBENCH_FIT
+from coreval.irt.source_fit import BAYES_FIT, GPIRT_FIT, METABENCH_FIT, TINYBENCH_FIT
 from coreval.methods.registry import Choice, Component, declare
 from coreval.prediction.gam import GAMPredictor
 from coreval.prediction.gp_irt import GPIRTPredictor, PIRTPredictor
@@ -51,7 +54,7 @@ IRT_BAYES_CORESETS = Choice("coreset", {
 declare("p-irt", IRTAnchorSelector, PIRTPredictor, shared={"irt": TINYBENCH_FIT},
         description="IRT anchor points + p-IRT (observed anchors + IRT-predicted rest)",
         reference=TINYBENCH)
-declare("gp-irt", IRTAnchorSelector, GPIRTPredictor, refits=True, shared={"irt": TINYBENCH_FIT},
+declare("gp-irt", IRTAnchorSelector, GPIRTPredictor, refits=True, shared={"irt": GPIRT_FIT},
         description="IRT anchor points + gp-IRT (λ-mix of anchor mean and p-IRT)",
         reference=TINYBENCH)
 declare("metabench", FisherInformationSelector, GAMPredictor, refits=True,

@@ -41,6 +41,7 @@ from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.irt.source_fit import GPIRT_FIT
 from coreval.prediction.gp_irt import GPIRTPredictor
 from coreval.prediction.irt_bayes import IRTBayesPredictor
 from coreval.prediction.mean import MeanPredictor
@@ -49,7 +50,7 @@ from coreval.prediction.ridge import KernelRidgePredictor, RidgePredictor
 
 def _irt_bayes_mean(seed: int) -> Predictor:
     """irt-bayes' posterior mean (no misfit term: only the point prediction is stacked)."""
-    return IRTBayesPredictor(misfit="none", noise=False, seed=seed)
+    return IRTBayesPredictor(misfit="none", noise=False, check=False, seed=seed)
 
 
 #: The stackable components by name: ``name -> factory(seed)``. Each is fitted on the
@@ -59,7 +60,7 @@ COMPONENTS: dict[str, Callable[[int], Predictor]] = {
     "mean": lambda seed: MeanPredictor(),
     "ridge": lambda seed: RidgePredictor(interval="none"),
     "kernel-ridge": lambda seed: KernelRidgePredictor(interval="none"),
-    "gp-irt": lambda seed: GPIRTPredictor(seed=seed),
+    "gp-irt": lambda seed: GPIRTPredictor(irt=GPIRT_FIT, seed=seed),
     "irt-bayes": _irt_bayes_mean,
 }
 
