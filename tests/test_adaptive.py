@@ -238,9 +238,12 @@ def test_cli_adapt_drives_an_answering_command(tmp_path):
         result = runner.invoke(app, [
             "adapt", str(tmp_path / "src.npz"), "--answer-cmd",
             f"{sys.executable} {driver} {answers}", "--fit-method", "map", "--num-steps",
-            "300", "--width", "0.15", "--max-items", "20", "--batch", "2", "--seed", str(j)])
+            "300", "--width", "0.15", "--max-items", "20", "--batch", "2", "--seed", str(j),
+            # the first run learns tau out of fold (the default); the others take it as 0
+            *(["--tau", "0"] if j else [])])
         assert result.exit_code == 0, result.output
         out = json.loads(result.output)
+        assert out["tau"] >= 0.0 if j == 0 else out["tau"] == 0.0
         covered.append(out["lower"] <= row.mean() <= out["upper"])
         used.append(out["items_used"])
         assert len(set(out["items"])) == out["items_used"] <= 20

@@ -664,6 +664,9 @@ def adapt_cmd(
     model: Annotated[str, typer.Option(help="Logistic IRT model: 2pl, 3pl, 1pl.")] = "2pl",
     fit_method: Annotated[str, typer.Option(help="IRT fit: svi, map or nuts.")] = "svi",
     num_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of the fit.")] = 2000,
+    tau: Annotated[str, typer.Option(help="Misfit sd of the full score: 'cv' (learnt from "
+                                     "adaptive tests of held-out known models, 5 folds) or a "
+                                     "number (0: the IRT model taken as exact).")] = "cv",
     seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="Seed.")] = 0,
     data_dir: DataDirOpt = None,
     lm_metric: LmMetricOpt = None,
@@ -678,30 +681,40 @@ def adapt_cmd(
     """
     import subprocess
 
-    from coreval.adaptive import AdaptiveTest, ItemBank, any_of, score_width
+    from coreval.adaptive import AdaptiveTest, any_of, score_width
     from coreval.adaptive import max_items as stop_after
-    from coreval.irt.fit_spec import IRTFitSpec
-    from coreval.irt.source_fit import fit_source_irt
+    from coreval.methods import get_method
+    from coreval.pipeline import fit_method as fit_pipeline
 
     if (responses is None) == (answer_cmd is None):
         raise CorevalError("give exactly one of --responses FILE or --answer-cmd CMD")
+    if rule not in ("score", "fisher", "kl"):
+        raise CorevalError(f"--rule must be score, fisher or kl, got {rule!r}")
+    try:
+        tau_value: str | float = "cv" if tau == "cv" else float(tau)
+    except ValueError:
+        raise CorevalError(f"--tau must be 'cv' or a number >= 0, got {tau!r}") from None
     source = _load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
-    spec = IRTFitSpec(model=model, fit_method=fit_method, num_steps=num_steps)
-    bank = ItemBank.from_fit(fit_source_irt(source, spec, seed=seed), source)
     exposure = None
     if responses is not None:
         recorded = _read_responses(responses, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
-        known = set(bank.items)
+        known = set(np.asarray(source.items).astype(str))
         unknown = [i for i in recorded.index if i not in known]
         if unknown:
             raise CorevalError(f"{responses}: items not in {data}: {', '.join(unknown[:5])}")
-        exposure = np.isin(bank.items, recorded.index).astype(float)  # only recorded items
+        exposure = np.isin(np.asarray(source.items).astype(str), recorded.index).astype(float)
         limit = int(exposure.sum())
     else:
-        limit = bank.n_items
-    n_max = min(limit, max_items if max_items is not None else max(1, bank.n_items // 10))
+        limit = source.n_items
+    n_max = min(limit, max_items if max_items is not None else max(1, source.n_items // 10))
     if n_max < 1:
         raise CorevalError(f"{responses}: no answers to replay")
+    # The bank and its misfit term τ as the harness's cat-* methods make them: τ from
+    # adaptive tests of held-out source models under the same item limit (tau="cv").
+    fitted = fit_pipeline(get_method(f"cat-{rule}"), source, n_max, seed=seed, model=model,
+                          fit_method=fit_method, num_steps=num_steps, tau=tau_value,
+                          calibration="native")
+    bank = fitted.predictor.bank_
     test = AdaptiveTest(bank, rule=rule, stop=any_of(score_width(width, level),
                                                       stop_after(n_max)),
                         randomesque=randomesque, exposure=exposure, level=level, seed=seed)
@@ -709,7 +722,7 @@ def adapt_cmd(
         prediction = test.run(lambda items: recorded.loc[items].to_numpy(float), b=batch)
     else:
         prediction = _run_answer_cmd(test, answer_cmd, batch, subprocess)
-    result = {"rule": rule, "items_used": test.state.n_asked,
+    result = {"rule": rule, "items_used": test.state.n_asked, "tau": float(fitted.predictor.tau_),
               "score": float(prediction.mean[0]), "lower": float(prediction.lower[0]),
               "upper": float(prediction.upper[0]), "level": level,
               "interval": prediction.interval, "items": test.asked}
