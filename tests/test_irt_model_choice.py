@@ -75,3 +75,28 @@ def test_gp_irt_reuses_the_selectors_choice() -> None:
     assert predictor.irt_fit_ is selector.fit_
     # λ's bias is the chosen model's validation error
     assert predictor.bias_ == pytest.approx(selector.validation_errors_[selector.model_])
+
+
+def _reversed_items_matrix(seed: int = 0, n_models: int = 40, n_items: int = 160,
+                           share: float = 0.35) -> ScoreMatrix:
+    """2PL responses with ``share`` of the items answered better by weaker models."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0.0, 1.0, n_models)
+    a = rng.lognormal(0.3, 0.3, n_items)
+    a[: int(share * n_items)] *= -1.0
+    d = rng.normal(0.0, 1.0, n_items)
+    y = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-(theta[:, None] * a + d))))
+    return ScoreMatrix(y.astype(float), models=[f"m{i}" for i in range(n_models)],
+                       items=[f"q{j}" for j in range(n_items)])
+
+
+def test_auto_priors_score_both_families_and_pick_signed_on_reversed_items() -> None:
+    """``priors="auto"``: one candidate per family (and per model with ``model="auto"``)."""
+    source = _reversed_items_matrix()
+    spec, errors = resolve_irt_model(source, FAST.replace(model="2pl", priors="auto"))
+    assert set(errors) == {"2pl/hierarchical", "2pl/signed"}
+    assert errors["2pl/signed"] < errors["2pl/hierarchical"]
+    assert spec == FAST.replace(model="2pl", priors="signed")
+    both, errors = resolve_irt_model(source, FAST.replace(model="auto", priors="auto"))
+    assert set(errors) == {"2pl/hierarchical", "2pl/signed", "3pl/hierarchical", "3pl/signed"}
+    assert both.priors in ("hierarchical", "signed") and both.model in ("2pl", "3pl")
