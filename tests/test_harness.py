@@ -41,6 +41,8 @@ TIMING = ["seconds_select", "seconds_fit", "seconds_predict"]
 class SeededSelector(Selector):
     """k columns drawn with ``default_rng(seed)`` (or ``fail=True`` to raise)."""
 
+    uses_source_models = False  # a random draw: calibration="auto" keeps the native interval
+
     def __init__(self, k: int = 1, seed: int = 0, fail: bool = False, sleep: float = 0.0):
         self.k = k
         self.seed = seed
@@ -153,7 +155,7 @@ def test_columns_and_score_metrics_match_direct_computation(tmp_path):
         1 - np.sum((truth - pred) ** 2) / np.sum((truth - truth.mean()) ** 2))
     assert row.coverage90 == pytest.approx(np.mean((truth >= pred - 0.05) & (truth <= pred + 0.05)))
     assert row.width90 == pytest.approx(0.1)
-    assert row.interval == "bootstrap" and bool(row.uses_source_models)
+    assert row.interval == "bootstrap" and not bool(row.uses_source_models)
     assert (df[["seconds_select", "seconds_fit", "seconds_predict"]] >= 0).all().all()
     assert df["n_source"].isna().sum() == 4  # None = the split's default, kept as NA
 

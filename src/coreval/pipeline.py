@@ -280,10 +280,22 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
             f"{method.name}: {err}; methods that run with {err.got} source models: "
             f"{preview(runnable, 12) or 'none'}", needed=err.needed, got=err.got) from None
     residuals = None
+    requested = calibration
     calibration = resolve_calibration(calibration, method, selector, predictor)
     if calibration == "cv":
-        oof = out_of_fold(source, refit, folds=folds, seed=seed, desc=f"{method.name} CV")
-        residuals = np.abs(oof.residuals)
+        try:
+            oof = out_of_fold(source, refit, folds=folds, seed=seed, desc=f"{method.name} CV")
+            residuals = np.abs(oof.residuals)
+        except ValidationError as err:
+            if requested == "cv":
+                raise
+            # "auto" asked for what is possible: a method that cannot be re-run on a fold
+            # (e.g. lasso with no non-zero coefficient on fewer models) keeps its own interval
+            warnings.warn(f"{method.name}: calibration='auto' could not re-run the method on "
+                          f"folds of the source models ({err}); its intervals are the "
+                          "predictor's own, which ignore that the selection saw the source "
+                          "scores", UserWarning, stacklevel=2)
+            calibration = "native"
     t2 = time.perf_counter()
     return FittedMethod(method, selector, predictor, selector.coreset_,
                         seconds={"select": t1 - t0, "fit": t2 - t1}, calibration=calibration,
