@@ -69,3 +69,33 @@ def test_grid_draws_no_bar_into_a_log_by_default(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("COREVAL_PROGRESS", "1")
     run_grid({"s": m}, ["random"], [5], seeds=[1], split="random", out=tmp_path / "r.parquet")
     assert "grid:" in capsys.readouterr().err
+
+
+def test_a_note_repeated_by_every_fit_is_printed_once(monkeypatch):
+    """``warnings.catch_warnings`` (one per IRT fit) resets Python's "once" registry."""
+    import warnings
+
+    import typer
+
+    from coreval import cli
+
+    monkeypatch.setattr(warnings, "showwarning", warnings.showwarning)
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
+
+    @cli.app.command("_test-notes")
+    def _notes() -> None:
+        for _ in range(3):
+            with warnings.catch_warnings():
+                pass
+            warnings.warn("the same caveat", UserWarning, stacklevel=2)
+        typer.echo("done")
+
+    try:
+        first = CliRunner().invoke(cli.app, ["_test-notes"])
+        second = CliRunner().invoke(cli.app, ["_test-notes"])
+    finally:
+        cli.app.registered_commands = [c for c in cli.app.registered_commands
+                                       if c.name != "_test-notes"]
+    for result in (first, second):  # once per run, and again in the next run
+        assert result.exit_code == 0, result.output
+        assert result.stderr.count("note: the same caveat") == 1, result.stderr

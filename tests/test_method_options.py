@@ -111,12 +111,14 @@ def test_cli_option_error_exits_2_with_one_line(tmp_path, matrix):
 
 def test_irt_fit_spec_fields_are_options_shared_by_selector_and_predictor():
     from coreval.irt.fit_spec import IRTFitSpec
-    from coreval.irt.source_fit import BAYES_FIT, METABENCH_FIT, TINYBENCH_FIT
+    from coreval.irt.source_fit import BAYES_FIT, GPIRT_FIT, METABENCH_FIT, TINYBENCH_FIT
 
     method = get_method("gp-irt")
     selector = method.make_selector(10, model="2pl", num_steps=300)
     predictor = method.make_predictor(model="2pl", num_steps=300)
-    assert selector.irt == predictor.irt == TINYBENCH_FIT.replace(model="2pl", num_steps=300)
+    assert selector.irt == predictor.irt == GPIRT_FIT.replace(model="2pl", num_steps=300)
+    assert GPIRT_FIT == TINYBENCH_FIT.replace(priors="auto")
+    assert get_method("p-irt").make_predictor().irt == TINYBENCH_FIT
     # a method's default spec reaches both components, also through a coreset choice
     assert get_method("metabench").make_predictor().irt == METABENCH_FIT
     bayes = get_method("irt-bayes")

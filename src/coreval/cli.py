@@ -34,6 +34,26 @@ def _note(message, category, filename, lineno, line=None) -> str:
     return f"note: {message}\n"
 
 
+_SHOWN: set[str] = set()
+
+
+def _show_once(message, category, filename, lineno, file=None, line=None) -> None:
+    """Show each warning text once per run.
+
+    The ``"once"`` filter alone does not do it: Python clears its registry whenever the
+    filters change, and every ``warnings.catch_warnings()`` block (one per IRT fit) changes
+    them, so a note repeated by every fold's fit was printed again each time.
+    """
+    text = str(message)
+    if text in _SHOWN:
+        return
+    _SHOWN.add(text)
+    try:
+        (sys.stderr if file is None else file).write(_note(message, category, filename, lineno))
+    except OSError:  # a closed stream, as in warnings.showwarning
+        pass
+
+
 def _print_version(value: bool) -> None:
     if value:
         from coreval import __version__
@@ -60,6 +80,8 @@ def _setup(
     os.environ.setdefault("MPLBACKEND", "Agg")
     # Warnings are notes for the user: one line each, each text once per run.
     warnings.formatwarning = _note
+    warnings.showwarning = _show_once
+    _SHOWN.clear()
     warnings.filterwarnings("once", category=UserWarning)
     from coreval.jax_cache import enable_compilation_cache
 
@@ -280,7 +302,7 @@ DataDirOpt = Annotated[
 def demo(
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("coreval-demo"),
     methods: Annotated[str, typer.Option(help="Comma-separated methods.")] =
-        "random,random+,random++,anchor-points++,mrmr++,gp-irt,irt-bayes",
+        "random,random+,random++,anchor-points++,mrmr++,gp-irt,irt-bayes,stack-mrmr",
     budget: Annotated[float, typer.Option(help="Budget: fraction (<1) or count.")] = 0.1,
     seeds: Annotated[int, typer.Option(min=1, help="Number of seeds (0..n-1).")] = 3,
     n_models: Annotated[int, typer.Option(min=4, help="Simulated models.")] = 150,
