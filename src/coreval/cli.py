@@ -37,21 +37,23 @@ def _note(message, category, filename, lineno, line=None) -> str:
 _SHOWN: set[str] = set()
 
 
-def _show_once(message, category, filename, lineno, file=None, line=None) -> None:
-    """Show each warning text once per run.
+def _show_once(show):
+    """``show`` (a ``warnings.showwarning``) called once per warning text in a run.
 
     The ``"once"`` filter alone does not do it: Python clears its registry whenever the
     filters change, and every ``warnings.catch_warnings()`` block (one per IRT fit) changes
     them, so a note repeated by every fold's fit was printed again each time.
     """
-    text = str(message)
-    if text in _SHOWN:
-        return
-    _SHOWN.add(text)
-    try:
-        (sys.stderr if file is None else file).write(_note(message, category, filename, lineno))
-    except OSError:  # a closed stream, as in warnings.showwarning
-        pass
+    show = getattr(show, "__wrapped__", show)  # one wrapper, however many runs
+
+    def shown_once(message, category, filename, lineno, file=None, line=None) -> None:
+        text = str(message)
+        if text not in _SHOWN:
+            _SHOWN.add(text)
+            show(message, category, filename, lineno, file, line)
+
+    shown_once.__wrapped__ = show  # type: ignore[attr-defined]
+    return shown_once
 
 
 def _print_version(value: bool) -> None:
@@ -80,7 +82,7 @@ def _setup(
     os.environ.setdefault("MPLBACKEND", "Agg")
     # Warnings are notes for the user: one line each, each text once per run.
     warnings.formatwarning = _note
-    warnings.showwarning = _show_once
+    warnings.showwarning = _show_once(warnings.showwarning)
     _SHOWN.clear()
     warnings.filterwarnings("once", category=UserWarning)
     from coreval.jax_cache import enable_compilation_cache
