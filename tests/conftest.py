@@ -54,3 +54,22 @@ def load_shared(shared_dir: Path):
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test module.
+
+    One pytest process compiles hundreds of IRT programs (models × dimensions × fit
+    methods × shapes); kept all at once, their executables' memory mappings add up, and
+    the full suite crashed inside XLA late in the run. Clearing them per module keeps the
+    process's footprint that of one module.
+    """
+    yield
+    import sys
+
+    if "jax" in sys.modules:
+        import gc
+
+        sys.modules["jax"].clear_caches()
+        gc.collect()
