@@ -1,31 +1,45 @@
-"""Adaptive testing vs static coresets on the same splits (Open LLM Leaderboard v2 matrices).
+"""Adaptive testing vs static coresets on the same splits (Open LLM Leaderboard v2, HELM).
 
-For each dataset and seed: a random split with ``--n-source`` source models (all other
-models are targets). The IRT model (coreval's irt-bayes fit: 2PL, SVI, hierarchical
-priors) is fitted once on the source models; every target model then takes an adaptive
-test that answers from its recorded row:
+For each dataset and seed, a split (``--split random`` with ``--n-source`` source models,
+all other models targets; or ``--split binned`` as the item-level grid). Every method runs
+through :func:`coreval.pipeline.fit_method` on the split, sharing one fit cache:
 
-* ``cat-score``, ``cat-fisher``, ``cat-kl``: the rules of :mod:`coreval.adaptive.select`,
-  stopped at the budget's number of items;
-* ``cat-random``: random items with the same posterior estimate (a static random sample);
-* ``cat-score@width`` and ``cat-random@width``: stopped when the 90 % interval of the full
-  score is at most ``--width`` wide (items used reported).
+* static coresets (``--static``): random, random++, mrmr++, gp-irt, irt-bayes, ...;
+* adaptive tests (``--rules``, the registered ``cat-*`` methods): each target model takes
+  a test that answers from its recorded row, stopped at the budget's number of items. The
+  misfit term τ is learnt out of fold on the source models (``tau="cv"``, the default);
+* ``cat-random``: items in random order, scored with cat-score's bank and τ (a random
+  static sample read through the same posterior);
+* ``cat-score@width``, ``cat-random@width`` (first budget only): stopped once the 90 %
+  interval of the full score is at most ``--width`` wide (or half the bank answered), on
+  the first ``--width-targets`` targets;
+* ``<rule>+exposure`` (``--exposure-rules``): Sympson-Hetter control with
+  ``max_exposure=--max-exposure``; ``max_exposure`` is the largest share of targets any
+  item was given to.
 
-The static methods (``--static``) run through :func:`coreval.pipeline.fit_method` on the same
-split and budget. Reported per dataset × budget: RMSE (pp), Kendall τ with the true
-scores, 90 % coverage and the ratio of the best adaptive RMSE to the best static one.
-The speed section times :func:`coreval.adaptive.next_items` on a 1000-item bank (50
-item-parameter draws), one thread.
+Fluid Benchmarking's view (Hofmann et al. 2025), on the first ``--start-targets`` targets,
+for each method in ``--start-methods`` over ``--starts`` random starts (adaptive: each
+item drawn at random among the 5 best, ``randomesque``, with τ fixed to the one learnt;
+static: the selection seed): ``start_sd`` is a target's estimate's standard
+deviation across starts (pp, mean over targets), and ``flips`` the share of pairs of
+neighbours in the true ranking whose estimated order differs between two starts.
 
-Usage (one results file per dataset, as committed)::
+Each (dataset, seed) is stored in ``benchmarks/results/raw/adaptive/`` as it finishes, so
+an interrupted run resumes; ``--report-only`` writes the markdown and the figure (RMSE vs
+items used) from what is stored. The speed section times
+:func:`coreval.adaptive.next_items` on a 1000-item bank (50 item-parameter draws), one
+thread.
 
-    python benchmarks/adaptive.py --datasets arc_challenge --seeds 0 --budgets 0.02 0.05 \
-        --out benchmarks/results/adaptive_arc_challenge.md
+Usage (as committed)::
+
+    python benchmarks/adaptive.py --datasets arc_challenge ifeval openllm_math \
+        --seeds 0 1 --budgets 0.01 0.02 0.05 0.1
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -44,6 +58,8 @@ from _results import provenance, write_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
+RESULTS = REPO / "benchmarks" / "results"
+RAW = RESULTS / "raw" / "adaptive"
 
 
 def _random_rule(state):
@@ -51,54 +67,117 @@ def _random_rule(state):
         len(state.unasked))
 
 
-def adaptive_rows(bank, target, k, rules, width, seed, width_targets):
-    from coreval.adaptive import AdaptiveTest, any_of, max_items, score_width
-
-    truth = target.summary_scores()
-    rows = []
-    runs = [(name, rule, max_items(k)) for name, rule in rules.items()]
-    if width:
-        cap = max(k, bank.n_items // 2)
-        runs += [(f"{name}@width", rule, any_of(score_width(width), max_items(cap)))
-                 for name, rule in rules.items() if name in ("cat-score", "cat-random")]
-    for name, rule, stop in runs:
-        means, lowers, uppers, used = [], [], [], []
-        t0 = time.perf_counter()
-        n_rows = width_targets if "@" in name else target.n_models
-        for j, row in enumerate(target.values[:n_rows]):
-            exposure = (~np.isnan(row)).astype(float)  # never ask an unanswered item
-            test = AdaptiveTest(bank, rule=rule, stop=stop, exposure=exposure, seed=seed + j)
-            pred = test.run(lambda items, row=row: row[bank.positions(items)])
-            means.append(pred.mean[0])
-            lowers.append(pred.lower[0])
-            uppers.append(pred.upper[0])
-            used.append(test.state.n_asked)
-        rows.append(_metrics(name, truth[:len(means)], means, lowers, uppers, np.mean(used),
-                             time.perf_counter() - t0))
-    return rows
-
-
-def _metrics(name, truth, mean, lower, upper, items, seconds):
+def _metrics(name, truth, mean, lower, upper, items, seconds, **extra):
     mean, lower, upper = (np.asarray(v, dtype=float) for v in (mean, lower, upper))
     return {"method": name, "rmse_pp": 100 * float(np.sqrt(np.mean((mean - truth) ** 2))),
             "tau": float(kendalltau(mean, truth)[0]),
             "coverage90": float(np.mean((truth >= lower) & (truth <= upper))),
             "width90_pp": 100 * float(np.mean(upper - lower)), "items": float(items),
-            "seconds": seconds}
+            "seconds": seconds, **extra}
 
 
-def static_rows(source, target, k, methods, seed, cache):
+def _fit(name, source, k, seed, cache, **options):
     from coreval.methods import get_method
     from coreval.pipeline import fit_method
 
-    truth = target.summary_scores()
+    return fit_method(get_method(name), source, k, seed=seed, cache=cache, **options)
+
+
+def method_row(name, source, target, k, seed, cache, label=None, n_rows=None, **options):
+    """Fit ``name`` on the source models and score the (first ``n_rows``) targets."""
+    t0 = time.perf_counter()
+    fitted = _fit(name, source, k, seed, cache, **options)
+    rows = target.values[:n_rows, fitted.coreset.indices]
+    pred = fitted.predict_array(rows)
+    predictor = fitted.predictor
+    used = getattr(predictor, "items_used_", np.full(len(rows), k))
+    extra = {}
+    if hasattr(predictor, "asked_"):
+        extra["max_exposure"] = float(predictor.asked_.mean(axis=0).max())
+        extra["tau_misfit"] = float(predictor.tau_)
+    return fitted, _metrics(label or name, target.summary_scores()[:len(rows)], pred.mean,
+                            pred.lower, pred.upper, np.mean(used),
+                            time.perf_counter() - t0, **extra)
+
+
+def random_order_row(bank, target, stop, seed, n_rows, label):
+    """Items in random order, read through ``bank``'s posterior (with its τ)."""
+    from coreval.adaptive import AdaptiveTest
+
+    t0 = time.perf_counter()
+    means, lowers, uppers, used = [], [], [], []
+    for j, row in enumerate(target.values[:n_rows]):
+        test = AdaptiveTest(bank, rule=_random_rule, stop=stop,
+                            exposure=(~np.isnan(row)).astype(float), seed=seed + j)
+        pred = test.run(lambda items, row=row: row[bank.positions(items)])
+        means.append(pred.mean[0])
+        lowers.append(pred.lower[0])
+        uppers.append(pred.upper[0])
+        used.append(test.state.n_asked)
+    return _metrics(label, target.summary_scores()[:len(means)], means, lowers, uppers,
+                    np.mean(used), time.perf_counter() - t0)
+
+
+def start_spread(name, source, target, k, seed, cache, starts, n_rows, tau):
+    """Fluid Benchmarking's variance and rank flips of ``name`` over random starts."""
+    estimates = []
+    for start in range(starts):
+        if name.startswith("cat-"):
+            fitted = _fit(name, source, k, seed, cache, tau=tau, randomesque=5,
+                          predictor__seed=seed + 1000 * start)
+        else:
+            fitted = _fit(name, source, k, seed + 1000 * start, cache)
+        estimates.append(fitted.predict_array(
+            target.values[:n_rows, fitted.coreset.indices]).mean)
+    est = np.asarray(estimates)
+    order = np.argsort(target.summary_scores()[:n_rows], kind="stable")
+    diffs = np.sign(np.diff(est[:, order], axis=1))  # (starts, n_rows - 1) neighbour order
+    pairs = [(a, b) for a in range(starts) for b in range(a + 1, starts)]
+    flips = np.mean([np.mean(diffs[a] != diffs[b]) for a, b in pairs]) if pairs else np.nan
+    return {"start_sd": 100 * float(est.std(axis=0, ddof=1).mean()), "flips": float(flips)}
+
+
+def run_split(name, matrix, seed, args):
+    """Every row of one (dataset, seed): static, adaptive, random order, width, exposure."""
+    from coreval.adaptive import any_of, max_items, score_width
+    from coreval.base import FitCache, resolve_budget
+    from coreval.data.splits import make_split
+
+    split = make_split(matrix, args.split, seed=seed, n_source=args.n_source)
+    source, target = matrix.take(split.source), matrix.take(split.target)
+    cache = FitCache()
     rows = []
-    for name in methods:
-        t0 = time.perf_counter()
-        fitted = fit_method(get_method(name), source, k, seed=seed, cache=cache)
-        pred = fitted.predict_array(target.values[:, fitted.coreset.indices])
-        rows.append(_metrics(name, truth, pred.mean, pred.lower, pred.upper, k,
-                             time.perf_counter() - t0))
+    for i, budget in enumerate(args.budgets):
+        k = resolve_budget(budget, matrix.n_items)
+        cell = {"dataset": name, "seed": seed, "budget": budget, "k": k,
+                "n_source": source.n_models, "n_target": target.n_models}
+        found = [method_row(m, source, target, k, seed, cache)[1] for m in args.static]
+        fitted = {}
+        for rule in args.rules:
+            fitted[rule], row = method_row(rule, source, target, k, seed, cache)
+            found.append(row)
+        score = fitted.get("cat-score") or next(iter(fitted.values()))
+        bank, tau = score.predictor.bank_, float(score.predictor.tau_)
+        found.append(random_order_row(bank, target, max_items(k), seed, None, "cat-random"))
+        for rule in args.exposure_rules:
+            found.append(method_row(rule, source, target, k, seed, cache,
+                                    label=f"{rule}+exposure",
+                                    max_exposure=args.max_exposure)[1])
+        if i == 0 and args.width:
+            cap = max(k, matrix.n_items // 2)
+            found.append(method_row("cat-score", source, target, cap, seed, cache,
+                                    label="cat-score@width", n_rows=args.width_targets,
+                                    width=args.width)[1])
+            found.append(random_order_row(bank, target, any_of(score_width(args.width),
+                                                               max_items(cap)),
+                                          seed, args.width_targets, "cat-random@width"))
+        if args.starts > 1:
+            for row in found:
+                if row["method"] in args.start_methods:
+                    row.update(start_spread(row["method"], source, target, k, seed, cache,
+                                            args.starts, args.start_targets, tau))
+        rows += [{**cell, **r} for r in found]
+        print(f"{name} seed {seed} budget {budget}: done", flush=True)
     return rows
 
 
@@ -124,79 +203,157 @@ def speed(n_items: int = 1000, n_draws: int = 50, steps: int = 30) -> list[dict]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from coreval.adaptive import ItemBank
-    from coreval.base import FitCache, resolve_budget
+    from coreval._atomic import write_text_atomic
     from coreval.data.io import load_matrix
-    from coreval.data.splits import make_split
-    from coreval.irt.source_fit import BAYES_FIT, fit_source_irt
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+",
                         default=["arc_challenge", "ifeval", "openllm_math"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
-    parser.add_argument("--budgets", nargs="+", type=float, default=[0.02, 0.05])
+    parser.add_argument("--budgets", nargs="+", type=float,
+                        default=[0.01, 0.02, 0.05, 0.1])
+    parser.add_argument("--split", choices=["random", "binned"], default="random")
     parser.add_argument("--n-source", type=int, default=100)
-    parser.add_argument("--static", nargs="+", default=["random++", "mrmr++", "irt-bayes"])
+    parser.add_argument("--static", nargs="+",
+                        default=["random", "random++", "mrmr++", "gp-irt", "irt-bayes"])
+    parser.add_argument("--rules", nargs="+", default=["cat-score", "cat-fisher"])
+    parser.add_argument("--exposure-rules", nargs="*", default=["cat-fisher"])
+    parser.add_argument("--max-exposure", type=float, default=0.5)
     parser.add_argument("--width", type=float, default=0.04)
     parser.add_argument("--width-targets", type=int, default=30,
                         help="targets of each split that run the width-stopped tests (the "
                         "first ones; those tests ask up to half the bank)")
-    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "adaptive.md"),
-                        help="results file (markdown)")
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--start-targets", type=int, default=40)
+    parser.add_argument("--start-methods", nargs="*",
+                        default=["cat-score", "cat-fisher", "random++", "random"])
+    parser.add_argument("--tag", default="adaptive",
+                        help="results file benchmarks/results/<tag>.md and raw/<tag>/")
+    parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
     command = "python " + " ".join(shlex.quote(a) for a in
                                    [os.path.relpath(__file__, REPO), *(argv or sys.argv[1:])])
-    rules = {"cat-score": "score", "cat-fisher": "fisher", "cat-kl": "kl",
-             "cat-random": _random_rule}
-    rows = []
-    for name in args.datasets:
-        matrix = load_matrix(name, data_dir=SHARED / "data")
-        for seed in args.seeds:
-            split = make_split(matrix, "random", seed=seed, n_source=args.n_source)
-            source, target = matrix.take(split.source), matrix.take(split.target)
-            cache = FitCache()
-            irt_fit = fit_source_irt(source, BAYES_FIT, seed=seed, cache=cache,
-                                     show_progress=False)
-            bank = ItemBank.from_fit(irt_fit, source)
-            for i, budget in enumerate(args.budgets):
-                k = resolve_budget(budget, matrix.n_items)
-                cell = {"dataset": name, "seed": seed, "budget": budget, "k": k}
-                found = static_rows(source, target, k, args.static, seed, cache) + \
-                    adaptive_rows(bank, target, k, rules, args.width if i == 0 else 0, seed,
-                                  args.width_targets)
-                rows += [{**cell, **r} for r in found]
-                print(f"{name} seed {seed} budget {budget}: done", flush=True)
-    table = pd.DataFrame(rows)
+    raw = RESULTS / "raw" / args.tag
+    raw.mkdir(parents=True, exist_ok=True)
+    if not args.report_only:
+        for name in args.datasets:
+            matrix = None
+            for seed in args.seeds:
+                part = raw / f"{name}_{args.split}{args.n_source}_seed{seed}.json"
+                if part.exists():
+                    continue
+                if matrix is None:
+                    matrix = load_matrix(name, data_dir=SHARED / "data")
+                rows = run_split(name, matrix, seed, args)
+                write_text_atomic(part, json.dumps(rows))
+    parts = [p for p in sorted(raw.glob("*.json"))
+             if any(p.name.startswith(f"{d}_{args.split}{args.n_source}_")
+                    for d in args.datasets)]
+    if not parts:
+        raise SystemExit(f"nothing stored under {raw}")
+    table = pd.DataFrame([r for p in parts for r in json.loads(p.read_text())])
     timing = pd.DataFrame(speed())
-    write_markdown(Path(args.out), to_markdown(table, timing, args, command))
-    print(f"wrote {args.out}")
+    out = RESULTS / f"{args.tag}.md"
+    figure = RESULTS / "figures" / f"{args.tag}.png"
+    plot(table, figure)
+    write_markdown(out, to_markdown(table, timing, args, command, figure))
+    print(f"wrote {out}")
     return 0
 
 
-def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str) -> str:
+def plot(table: pd.DataFrame, path: Path) -> None:
+    """RMSE against items used, one panel per dataset (fixed budgets and width stops)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(table["dataset"]))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.6),
+                             squeeze=False)
+    mean = table.groupby(["dataset", "method", "budget"], sort=False)[
+        ["rmse_pp", "items"]].mean().reset_index()
+    for ax, dataset in zip(axes[0], datasets, strict=True):
+        df = mean[mean["dataset"] == dataset]
+        for method, g in df.groupby("method", sort=False):
+            style = "o" if "@" in method else ("-o" if method.startswith("cat-") else "--s")
+            ax.plot(g["items"], g["rmse_pp"], style, label=method, ms=4)
+        ax.set_xscale("log")
+        ax.set_xlabel("items per target model")
+        ax.set_ylabel("RMSE of the full score (pp)")
+        ax.set_title(dataset)
+    axes[0][-1].legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, path)
+    plt.close(fig)
+
+
+def _cell(value, fmt):
+    return "" if pd.isna(value) else format(value, fmt)
+
+
+def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
+                figure: Path) -> str:
+    cols = ["rmse_pp", "tau", "coverage90", "width90_pp", "items", "seconds"]
+    extra = [c for c in ("max_exposure", "tau_misfit", "start_sd", "flips") if c in table]
     mean = table.groupby(["dataset", "budget", "k", "method"], sort=False)[
-        ["rmse_pp", "tau", "coverage90", "width90_pp", "items", "seconds"]].mean().reset_index()
+        cols + extra].mean().reset_index()
+    seeds = sorted(table["seed"].unique().tolist())
+    split = (f"random splits with {args.n_source} source models, all other models targets"
+             if args.split == "random" else f"binned splits with {args.n_source} source "
+             "models (as the item-level grid)")
     lines = ["# Adaptive testing vs static coresets", "", *provenance(command),
-             f"Random splits with {args.n_source} source models, all other models targets; "
-             f"seeds {args.seeds}. Adaptive tests answer from each target's recorded row. "
-             "RMSE and width in percentage points of the full score; `items` is the mean "
-             "number of items asked (the budget k, or what the width stop needed). The "
-             f"`@width` rows stop at a {100 * args.width:g} pp wide 90 % interval (or half "
-             f"the bank) and run on the first {args.width_targets} targets only.", ""]
+             f"{split}; seeds {seeds}; means over seeds. Adaptive tests answer from each "
+             "target's recorded row; their misfit term τ is learnt out of fold on the "
+             "source models (split conformal). RMSE and width in percentage points of the "
+             "full score; `items` is the mean number of items asked (the budget k, or what "
+             f"the width stop needed). `@width` rows stop at a {100 * args.width:g} pp wide "
+             f"90 % interval (or half the bank), on the first {args.width_targets} targets. "
+             "`+exposure` rows use Sympson-Hetter control at "
+             f"{args.max_exposure:g}; `max exp.` is the largest share of targets an item "
+             f"went to. `start sd` and `flips` (Fluid Benchmarking's variance and rank "
+             f"flips) are over {args.starts} random starts on the first "
+             f"{args.start_targets} targets; `τ misfit` is the learnt τ (pp).", "",
+             f"![RMSE vs items]({os.path.relpath(figure, RESULTS)})", ""]
+    summary = []
     for (dataset, budget, k), df in mean.groupby(["dataset", "budget", "k"], sort=False):
         lines += [f"## {dataset}, budget {budget:g} (k = {k})", "",
-                  "| method | RMSE (pp) | τ | coverage90 | width90 (pp) | items | seconds |",
-                  "|---|---|---|---|---|---|---|"]
-        for r in df.itertuples(index=False):
-            lines.append(f"| {r.method} | {r.rmse_pp:.2f} | {r.tau:.3f} | {r.coverage90:.2f} "
-                         f"| {r.width90_pp:.2f} | {r.items:.1f} | {r.seconds:.1f} |")
-        static = df[~df["method"].str.startswith("cat-")]["rmse_pp"].min()
-        fixed = df[df["method"].str.startswith("cat-") & ~df["method"].str.contains("@")
-                   & (df["method"] != "cat-random")]
-        best = fixed.loc[fixed["rmse_pp"].idxmin()]
-        lines += ["", f"Best adaptive ({best['method']}) / best static RMSE: "
-                  f"{best['rmse_pp'] / static:.2f}.", ""]
-    lines += ["## Speed of choosing the next item (1000 items, 50 draws, one thread)", "",
+                  "| method | RMSE (pp) | τ | coverage90 | width90 (pp) | items | seconds "
+                  "| max exp. | τ misfit | start sd | flips |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in df.to_dict("records"):
+            lines.append(
+                f"| {r['method']} | {r['rmse_pp']:.2f} | {r['tau']:.3f} "
+                f"| {r['coverage90']:.2f} | {r['width90_pp']:.2f} | {r['items']:.1f} "
+                f"| {r['seconds']:.1f} | {_cell(r.get('max_exposure'), '.2f')} "
+                f"| {_cell(100 * r['tau_misfit'] if 'tau_misfit' in r else np.nan, '.2f')} "
+                f"| {_cell(r.get('start_sd'), '.2f')} | {_cell(r.get('flips'), '.3f')} |")
+        static = df[~df["method"].str.startswith("cat-")]
+        adaptive = df[df["method"].isin(args.rules)]
+        best_s = static.loc[static["rmse_pp"].idxmin()]
+        best_a = adaptive.loc[adaptive["rmse_pp"].idxmin()]
+        lines += ["", f"Best adaptive ({best_a['method']}, coverage "
+                  f"{best_a['coverage90']:.2f}) / best static ({best_s['method']}) RMSE: "
+                  f"**{best_a['rmse_pp'] / best_s['rmse_pp']:.2f}**.", ""]
+        summary.append({"dataset": dataset, "budget": budget, "ratio":
+                        best_a["rmse_pp"] / best_s["rmse_pp"], "adaptive": best_a["method"],
+                        "coverage": best_a["coverage90"], "static": best_s["method"]})
+        width = df.set_index("method")
+        if {"cat-score@width", "cat-random@width"} <= set(width.index):
+            a, r = width.loc["cat-score@width"], width.loc["cat-random@width"]
+            lines += [f"Width stop at {100 * args.width:g} pp: cat-score asks "
+                      f"{a['items']:.1f} items (coverage {a['coverage90']:.2f}), random "
+                      f"order {r['items']:.1f} (coverage {r['coverage90']:.2f}): ratio "
+                      f"**{a['items'] / r['items']:.2f}**.", ""]
+    lines += ["## Summary: best adaptive / best static RMSE", "",
+              "| dataset | budget | ratio | best adaptive (coverage) | best static |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {r['dataset']} | {r['budget']:g} | {r['ratio']:.2f} | {r['adaptive']} "
+              f"({r['coverage']:.2f}) | {r['static']} |" for r in summary]
+    lines += ["", "## Speed of choosing the next item (1000 items, 50 draws, one thread)", "",
               "| rule | median (ms) | max (ms) |", "|---|---|---|"]
     lines += [f"| {r.rule} | {r.median_ms:.1f} | {r.max_ms:.1f} |"
               for r in timing.itertuples(index=False)]

@@ -316,3 +316,50 @@ def test_misfit_term_learnt_out_of_fold_widens_intervals_where_the_bank_misfits(
     assert cover["cv"] >= max(0.85, cover[0.0]), cover
     with pytest.raises(ValidationError, match="tau must be"):
         coreval.select(source, "cat-fisher", 8, seed=0, tau=-1.0, **fit)
+
+
+def test_sympson_hetter_in_the_predictor_bounds_exposure_over_target_models():
+    """``max_exposure`` calibrates Sympson-Hetter parameters at fit; no item then reaches
+    more than about that share of the target models (without it, Fisher's first item
+    goes to every model)."""
+    import coreval
+    from coreval.data.simulate import simulate
+
+    m = simulate(200, 80, seed=41).matrix
+    source, target = m.take(np.arange(80)), m.values[80:]
+    fit = {"fit_method": "map", "num_steps": 300, "num_draws": 20, "tau": 0.0}
+    rates = {}
+    for cap in (None, 0.5):
+        fitted = coreval.select(source, "cat-fisher", 8, seed=0, max_exposure=cap, **fit)
+        fitted.predict_array(target)
+        rates[cap] = fitted.predictor.asked_.mean(axis=0).max()
+        assert (fitted.predictor.items_used_ == 8).all()
+    assert rates[None] == 1.0
+    # calibrated on the source models' tests; 120 targets: a rate's noise is about 0.05
+    assert rates[0.5] <= 0.62, rates
+    with pytest.raises(ValidationError, match="max_exposure"):
+        coreval.select(source, "cat-fisher", 8, seed=0, max_exposure=1.5, **fit)
+
+
+def test_misfit_term_scales_with_the_unanswered_share():
+    """τ bears on the predicted part only: τ at the start, τ/2 with half the weight
+    answered, 0 once every item is answered (the score is then known exactly)."""
+    from dataclasses import replace
+
+    from coreval.adaptive.estimate import misfit_sd, score_moments
+
+    bank, a, d = _bank(40)
+    y = _answers(a, d, 0.3, seed=2)
+    for tau in (0.0, 0.05):
+        state = init(replace(bank, tau=tau))
+        assert misfit_sd(state) == pytest.approx(tau)
+        half = update(state, [f"q{i}" for i in range(20)], y[:20])
+        assert misfit_sd(half) == pytest.approx(tau / 2)
+        full = update(half, [f"q{i}" for i in range(20, 40)], y[20:])
+        mean, var = score_moments(full)
+        assert var == pytest.approx(0.0, abs=1e-12) and mean == pytest.approx(y.mean())
+        pred = estimate(full)
+        assert pred.lower[0] == pytest.approx(y.mean()) == pytest.approx(pred.upper[0])
+    base = score_moments(update(init(bank), ["q0"], y[:1]))[1]
+    inflated = score_moments(update(init(replace(bank, tau=0.05)), ["q0"], y[:1]))[1]
+    assert inflated - base == pytest.approx((0.05 * 39 / 40) ** 2)

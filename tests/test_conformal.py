@@ -139,3 +139,16 @@ def test_conformal_inflation_hand_case_and_validation():
     assert conformal_inflation(r2, np.zeros(4), 0.5) == pytest.approx(9.0)
     with pytest.raises(ValidationError, match="same length"):
         conformal_inflation(r2, np.zeros(3), 0.9)
+
+
+def test_conformal_inflation_with_scales():
+    # the added sd is tau * c_m: scores (r^2/z^2 - v) / c^2
+    z2 = 0.6744897501960817 ** 2
+    r2 = np.array([1.0, 4.0, 9.0, 16.0]) * z2
+    assert conformal_inflation(r2, np.zeros(4), 0.5, scales=np.full(4, 0.5)) == \
+        pytest.approx(36.0)
+    # heterogeneous scales: the scores are 4, 4, 4, 64 -> third smallest 4
+    assert conformal_inflation(r2, np.zeros(4), 0.5, scales=[0.5, 1.0, 1.5, 0.5]) == \
+        pytest.approx(4.0)
+    with pytest.raises(ValidationError, match="positive finite scale"):
+        conformal_inflation(r2, np.zeros(4), 0.5, scales=[1.0, 0.0, 1.0, 1.0])

@@ -688,7 +688,8 @@ def adapt_cmd(
     model: Annotated[str, typer.Option(help="Logistic IRT model: 2pl, 3pl, 1pl.")] = "2pl",
     fit_method: Annotated[str, typer.Option(help="IRT fit: svi, map or nuts.")] = "svi",
     num_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of the fit.")] = 2000,
-    tau: Annotated[str, typer.Option(help="Misfit sd of the full score: 'cv' (learnt from "
+    tau: Annotated[str, typer.Option(help="Misfit sd of a score predicted from no answers, "
+                                     "scaled by the share still unanswered: 'cv' (learnt from "
                                      "adaptive tests of held-out known models, 5 folds) or a "
                                      "number (0: the IRT model taken as exact).")] = "cv",
     seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="Seed.")] = 0,

@@ -106,13 +106,34 @@ class AdaptiveTest:
 
 def calibrate_exposure(bank: ItemBank, r_max: float = 0.5, *, n_items: int,
                        rule: str | Rule = "score", n_simulees: int = 200, n_rounds: int = 5,
-                       seed: int = 0) -> np.ndarray:
+                       responses: np.ndarray | None = None, seed: int = 0) -> np.ndarray:
     """Sympson-Hetter exposure parameters so that no item is given to more than ``r_max``.
 
-    Simulated tests of ``n_items`` items are run for abilities drawn from N(0, 1) with
-    answers from the bank's first item-parameter draw. After each round, an item whose
-    administration rate exceeds ``r_max`` has its ``k_i`` multiplied by ``r_max / rate``
-    (the iterative adjustment of Sympson & Hetter 1985, as in van der Linden 2003).
+    Tests of ``n_items`` items are run on simulees. After each round, an item whose
+    administration rate exceeds ``r_max`` has its ``k_i`` multiplied by
+    ``r_max / rate`` (the iterative adjustment of Sympson & Hetter 1985, as in van der
+    Linden 2003).
+
+    Parameters
+    ----------
+    bank : ItemBank
+    r_max : float
+        Largest share of tests an item may appear in.
+    n_items : int
+        Length of each test.
+    rule : str or callable
+        The selection rule the tests will use.
+    n_simulees : int
+        Simulees per round when ``responses`` is not given: abilities drawn from
+        N(0, 1), answers from the bank's first item-parameter draw.
+    n_rounds : int
+        Rounds of adjustment.
+    responses : ndarray, shape (n_models, n_items of the bank), optional
+        Recorded 0/1 answers (NaN: no answer, never asked) of real models, e.g. the
+        source models: each round, every row takes a test answering from its record.
+        This matches the ability distribution of the models the bank will test, which a
+        standard-normal population may not.
+    seed : int
 
     Returns
     -------
@@ -122,17 +143,28 @@ def calibrate_exposure(bank: ItemBank, r_max: float = 0.5, *, n_items: int,
     if not 0 < r_max <= 1:
         raise ValidationError(f"r_max must be in (0, 1], got {r_max!r}")
     rng = np.random.default_rng(seed)
+    if responses is not None:
+        responses = np.asarray(responses, dtype=float)
+        if responses.ndim != 2 or responses.shape[1] != bank.n_items:
+            raise ValidationError(f"responses must have shape (n_models, {bank.n_items}), "
+                                  f"got {responses.shape}")
     k = np.ones(bank.n_items)
     for _ in range(n_rounds):
         selected = np.zeros(bank.n_items)
-        for theta in rng.normal(size=n_simulees):
-            g = int(np.argmin(np.abs(bank.grid - theta)))
+        if responses is None:
+            simulees = [(int(np.argmin(np.abs(bank.grid - theta))), None)
+                        for theta in rng.normal(size=n_simulees)]
+        else:
+            simulees = [(None, row) for row in responses]
+        for g, row in simulees:
             state = init(bank)
-            for _ in range(n_items):
-                item = next_items(state, rule, 1, exposure=k, rng=rng)
+            allowed = k if row is None else k * ~np.isnan(row)
+            for _ in range(min(n_items, int(np.count_nonzero(allowed)))):
+                item = next_items(state, rule, 1, exposure=allowed, rng=rng)
                 selected[item] += 1
-                y = float(rng.random() < bank.probs[0, g, item[0]])
+                y = float(rng.random() < bank.probs[0, g, item[0]]) if row is None \
+                    else float(row[item[0]])
                 state = update(state, item, [y])
-        rate = selected / n_simulees
+        rate = selected / len(simulees)
         k = np.where(rate > r_max, np.minimum(1.0, k * r_max / np.maximum(rate, 1e-12)), k)
     return k

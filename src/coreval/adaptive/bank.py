@@ -42,8 +42,9 @@ class ItemBank:
     groups : ndarray of str, shape (N,), optional
         Item groups (subtasks), for content balancing.
     tau : float
-        Score-level misfit standard deviation added to the predicted full score
-        (irt-bayes' misfit term; 0 for the pure posterior predictive).
+        Misfit standard deviation of a full score predicted from no answers; a test
+        adds ``τ ρ`` with ``ρ`` the share of the score still unanswered
+        (:mod:`coreval.adaptive.estimate`; 0 for the pure posterior predictive).
     grid : ndarray, shape (G,)
         Ability quadrature nodes.
     """

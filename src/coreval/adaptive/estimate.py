@@ -5,10 +5,13 @@ With ``O = Σ_{i asked} w_i y_i`` the observed part, and on each posterior node 
     m_k = Σ_{u unasked} w_u p_uk,        n_k = Σ_{u unasked} w_u² p_uk (1 - p_uk),
 
 the full score ``T = O + Σ_u w_u y_u`` has posterior mean ``O + Σ_k π_k m_k`` and
-variance ``Var_π(m) + E_π(n) + τ²`` (the unanswered items' Bernoulli noise, the
-uncertainty of the ability and item parameters, and irt-bayes' misfit term τ). The
-interval is taken from draws: a node by its weight, then Bernoulli answers to the
-unasked items, plus ``N(0, τ²)``.
+variance ``Var_π(m) + E_π(n) + (τ ρ)²`` (the unanswered items' Bernoulli noise, the
+uncertainty of the ability and item parameters, and the misfit term). ``τ`` is the
+misfit standard deviation of a score predicted from no answers, and
+``ρ = Σ_{u unasked} w_u / Σ_i w_i`` the share of the score still predicted: the model's
+misfit only bears on the items it predicts, so it vanishes once every item is answered.
+The interval is taken from draws: a node by its weight, then Bernoulli answers to the
+unasked items, plus ``N(0, (τ ρ)²)``.
 """
 
 from __future__ import annotations
@@ -42,8 +45,19 @@ def score_moments(state: AdaptiveState) -> tuple[float, float]:
     m = p[:, rest] @ w
     n = (p[:, rest] * (1.0 - p[:, rest])) @ w**2
     mean_m = float(pi @ m)
-    variance = float(pi @ (m - mean_m) ** 2 + pi @ n) + bank.tau**2
+    variance = float(pi @ (m - mean_m) ** 2 + pi @ n) + misfit_sd(state) ** 2
     return observed + mean_m, variance
+
+
+def unasked_share(state: AdaptiveState) -> float:
+    """``ρ``: the share of the full score's weight on items not yet answered."""
+    w = state.bank.weights
+    return float(w[state.unasked].sum() / w.sum())
+
+
+def misfit_sd(state: AdaptiveState) -> float:
+    """``τ ρ``: the misfit standard deviation of the full score at this state."""
+    return state.bank.tau * unasked_share(state)
 
 
 def _rng(state: AdaptiveState, seed: int) -> np.random.Generator:
@@ -65,7 +79,7 @@ def estimate(state: AdaptiveState, *, level: float = 0.9, num_draws: int = 2000,
     answers = rng.random(probs.shape) < probs
     draws = float(bank.weights[state.asked] @ state.responses) + answers @ bank.weights[rest]
     if bank.tau > 0:
-        draws = draws + rng.normal(0.0, bank.tau, size=num_draws)
+        draws = draws + rng.normal(0.0, misfit_sd(state), size=num_draws)
     alpha = 1.0 - level
     lower, upper = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
     total = float(bank.weights.sum())

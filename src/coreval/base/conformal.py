@@ -119,13 +119,16 @@ def split_conformal_interval(pred, residuals, level: float = 0.9) -> tuple[np.nd
     return pred - q, pred + q
 
 
-def conformal_inflation(squared_errors, variances, level: float = 0.9) -> float:
+def conformal_inflation(squared_errors, variances, level: float = 0.9,
+                        scales=None) -> float:
     """Smallest added variance ``τ²`` whose Gaussian intervals cover ``level`` of calibration points.
 
     With calibration residuals ``r_m`` and predictive variances ``v_m``, the interval
     ``ŷ_m ± z sqrt(v_m + τ²)`` (``z`` the standard normal ``(1 + level)/2`` quantile)
     covers ``y_m`` exactly when the nonconformity score ``s_m = r_m² / z² − v_m`` is at
-    most ``τ²``. ``τ²`` is the ⌈(n+1)·level⌉-th smallest ``s_m`` (split conformal on
+    most ``τ²``. With ``scales`` ``c_m``, the added variance is ``τ² c_m²`` and the score
+    ``s_m = (r_m² / z² − v_m) / c_m²``. ``τ²`` is the ⌈(n+1)·level⌉-th smallest ``s_m``
+    (split conformal on
     ``s``, Lei et al. 2018, Algorithm 2; the largest when ``n`` is too small for the
     level), floored at 0. So a new exchangeable point is covered with probability at
     least ``level`` by the Gaussian interval, and close to it by a predictive
@@ -139,6 +142,8 @@ def conformal_inflation(squared_errors, variances, level: float = 0.9) -> float:
         Their predictive variances ``v_m``.
     level : float
         Nominal coverage.
+    scales : array-like, shape (n,), optional
+        Positive factors ``c_m`` of the added standard deviation (1 by default).
 
     Returns
     -------
@@ -153,7 +158,10 @@ def conformal_inflation(squared_errors, variances, level: float = 0.9) -> float:
     if r2.shape != v.shape or r2.size == 0 or not (np.isfinite(r2).all() and np.isfinite(v).all()):
         raise ValidationError("conformal_inflation needs finite squared errors and variances "
                               "of the same length")
+    c = np.ones_like(r2) if scales is None else np.asarray(scales, dtype=float).ravel()
+    if c.shape != r2.shape or not (np.isfinite(c).all() and (c > 0).all()):
+        raise ValidationError("conformal_inflation needs one positive finite scale per point")
     z = float(norm.ppf(0.5 + level / 2.0))
-    scores = r2 / z**2 - v
+    scores = (r2 / z**2 - v) / c**2
     rank = min(math.ceil((r2.size + 1) * level - 1e-9), r2.size)
     return float(max(0.0, _kth_smallest(scores, rank, axis=0)))

@@ -10,12 +10,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from coreval.adaptive import AdaptiveTest, ItemBank, any_of, max_items, score_width
+from coreval.adaptive import (
+    AdaptiveTest,
+    ItemBank,
+    any_of,
+    calibrate_exposure,
+    max_items,
+    score_width,
+)
 from coreval.base import Coreset, Prediction, Predictor, out_of_fold
+from coreval.base.conformal import conformal_inflation
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.source_fit import BAYES_FIT, fit_source_irt
+
+
+def _unasked_shares(predictor: AdaptivePredictor, x: np.ndarray) -> np.ndarray:
+    """``ρ`` of each model's test in ``predictor``'s last predict (for ``out_of_fold``)."""
+    w = predictor.bank_.weights
+    return 1.0 - (predictor.asked_ * w).sum(axis=1) / w.sum()
 
 
 class AdaptivePredictor(Predictor):
@@ -31,16 +45,22 @@ class AdaptivePredictor(Predictor):
         Items per batch.
     randomesque : int
         Exposure control: pick among this many best items.
+    max_exposure : float, optional
+        Sympson-Hetter exposure control: no item should be given to more than this share
+        of models. The exposure parameters are calibrated at fit time on tests of the
+        budget's length taken by the source models, answering from their recorded rows
+        (:func:`coreval.adaptive.calibrate_exposure`, 10 rounds).
     tau : float or "cv"
-        Misfit standard deviation ``τ`` of the full score, added to its predictive
-        distribution (:class:`coreval.adaptive.ItemBank`). ``"cv"`` (default) learns it
-        from the source models as irt-bayes does: ``tau_folds``-fold, every fold refits
-        the bank without its models (through the one out-of-fold loop, so a pipeline
-        re-runs the selection too), each held-out source model takes the adaptive test
-        with ``τ = 0``, and ``τ² = max(0, mean (y − ŷ)² − mean Var)`` (method of moments
-        over their full scores ``y``, predictions ``ŷ`` and predictive variances).
-        With ``τ = 0`` the fixed-budget tests covered 0.73-0.86 at a nominal 0.9 on
-        arc_challenge and openllm_math.
+        Misfit standard deviation ``τ`` of a full score predicted from no answers; a
+        test adds ``τ ρ`` to its predictive distribution, ``ρ`` the share of the score
+        it has not answered (:mod:`coreval.adaptive.estimate`). ``"cv"`` (default)
+        learns it from the source models as irt-bayes does: ``tau_folds``-fold, every
+        fold refits the bank without its models (through the one out-of-fold loop, so a
+        pipeline re-runs the selection too), each held-out source model takes the
+        adaptive test with ``τ = 0``, and ``τ²`` is the split-conformal inflation of
+        their predictive variances with scales ``ρ_m``
+        (:func:`coreval.base.conformal.conformal_inflation`): the smallest ``τ²`` whose
+        Gaussian ``level`` intervals cover ``level`` of the held-out source models.
     tau_folds : int
         Folds of the source models for ``tau="cv"``.
     irt : IRTFitSpec
@@ -54,8 +74,12 @@ class AdaptivePredictor(Predictor):
     bank_ : ItemBank
     tau_ : float
         The misfit standard deviation in use.
+    exposure_ : ndarray or None
+        Sympson-Hetter parameters ``k_i`` (with ``max_exposure``).
     items_used_ : ndarray
         Items each model of the last :meth:`predict` answered.
+    asked_ : ndarray of bool, shape (n_models, n_items)
+        Which bank items each model of the last :meth:`predict` answered.
     """
 
     needs_binary = True
@@ -64,13 +88,15 @@ class AdaptivePredictor(Predictor):
     allows_missing_responses = True
 
     def __init__(self, *, rule: str = "score", width: float | None = None, batch: int = 1,
-                 randomesque: int = 1, tau: float | str = "cv", tau_folds: int = 5,
+                 randomesque: int = 1, max_exposure: float | None = None,
+                 tau: float | str = "cv", tau_folds: int = 5,
                  irt: IRTFitSpec = BAYES_FIT,
                  level: float = 0.9, seed: int = 0, show_progress: bool | None = None) -> None:
         self.rule = rule
         self.width = width
         self.batch = batch
         self.randomesque = randomesque
+        self.max_exposure = max_exposure
         self.tau = tau
         self.tau_folds = tau_folds
         self.irt = irt
@@ -86,11 +112,18 @@ class AdaptivePredictor(Predictor):
             raise ValidationError(f"tau must be 'cv' or a number >= 0, got {self.tau!r}")
         if self.tau == "cv" and int(self.tau_folds) < 2:
             raise ValidationError(f"tau_folds must be at least 2, got {self.tau_folds}")
+        if self.max_exposure is not None and not 0 < self.max_exposure <= 1:
+            raise ValidationError(f"max_exposure must be in (0, 1], got {self.max_exposure!r}")
         irt_fit = fit_source_irt(source, self.irt, seed=self.seed, cache=self.cache_,
                                  show_progress=self.show_progress)
         bank = ItemBank.from_fit(irt_fit, source)
         self.tau_ = self._misfit(source) if self.tau == "cv" else float(self.tau)
         self.bank_ = self._bank(bank, coreset.indices, self.tau_)
+        self.exposure_ = None if self.max_exposure is None else calibrate_exposure(
+            self.bank_, float(self.max_exposure), n_items=min(int(coreset.max_items),
+                                                              self.bank_.n_items),
+            rule=self.rule, responses=source.values[:, coreset.indices], n_rounds=10,
+            seed=self.seed)
 
     @staticmethod
     def _bank(bank: ItemBank, cols: np.ndarray, tau: float) -> ItemBank:
@@ -101,16 +134,22 @@ class AdaptivePredictor(Predictor):
                         groups=None if bank.groups is None else bank.groups[cols], tau=tau)
 
     def _misfit(self, source: ScoreMatrix) -> float:
-        """``τ`` by method of moments on out-of-fold adaptive tests (see ``tau``)."""
+        """``τ`` by split conformal on out-of-fold adaptive tests (see ``tau``)."""
         ok = np.flatnonzero(~np.isnan(source.values).any(axis=1))
         if len(ok) < 2:
             return 0.0
         oof = out_of_fold(source, self.refit_, folds=int(self.tau_folds), seed=self.seed,
                           rows=ok, params={"tau": 0.0}, show_progress=self.show_progress,
-                          desc="adaptive misfit folds")
+                          desc="adaptive misfit folds", collect=_unasked_shares)
         if len(oof.rows) == 0 or oof.variance is None:
             return 0.0
-        return float(np.sqrt(max(0.0, np.mean(oof.residuals ** 2) - np.mean(oof.variance))))
+        shares = oof.collected.ravel()
+        keep = shares > 0  # a model that answered every item has no misfit to learn from
+        if not keep.any():
+            return 0.0
+        return float(np.sqrt(conformal_inflation(oof.residuals[keep] ** 2,
+                                                 oof.variance[keep], self.level,
+                                                 scales=shares[keep])))
 
     @property
     def stop_(self):
@@ -126,12 +165,15 @@ class AdaptivePredictor(Predictor):
 
     def _predict(self, x: np.ndarray) -> Prediction:
         means, lowers, uppers, used, draws = [], [], [], [], []
+        asked = np.zeros(x.shape, dtype=bool)
         for j, row in enumerate(x):
-            answered = ~np.isnan(row)
+            answered = ~np.isnan(row)  # an item the model has no score for is never asked
+            exposure = answered.astype(float)
+            if self.exposure_ is not None:
+                exposure = exposure * self.exposure_
             test = AdaptiveTest(self.bank_, rule=self.rule, stop=self.stop_,
-                                randomesque=self.randomesque,
-                                exposure=answered.astype(float), level=self.level,
-                                seed=self.seed + j)
+                                randomesque=self.randomesque, exposure=exposure,
+                                level=self.level, seed=self.seed + j)
             test.stop = any_of(self.stop_, lambda state, n=int(answered.sum()):
                                state.n_asked >= n)
             pred = test.run(lambda items, row=row: row[self.bank_.positions(items)],
@@ -141,7 +183,9 @@ class AdaptivePredictor(Predictor):
             uppers.append(pred.upper[0])
             draws.append(pred.draws[:, 0])
             used.append(test.state.n_asked)
+            asked[j, test.state.asked] = True
         self.items_used_ = np.asarray(used)
+        self.asked_ = asked
         return Prediction(mean=np.asarray(means), lower=np.asarray(lowers),
                           upper=np.asarray(uppers), level=self.level, interval="posterior",
                           draws=np.stack(draws, axis=1) if draws else None)
