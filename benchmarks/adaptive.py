@@ -24,8 +24,8 @@ static: the selection seed): ``start_sd`` is a target's estimate's standard
 deviation across starts (pp, mean over targets), and ``flips`` the share of pairs of
 neighbours in the true ranking whose estimated order differs between two starts.
 
-Each (dataset, seed) is stored in ``benchmarks/results/raw/adaptive/`` as it finishes, so
-an interrupted run resumes; ``--report-only`` writes the markdown and the figure (RMSE vs
+Each (dataset, seed, budget) is stored in ``benchmarks/results/raw/adaptive/`` as it
+finishes, so an interrupted run resumes; the width-stopped rows go with the first budget; ``--report-only`` writes the markdown and the figure (RMSE vs
 items used) from what is stored. The speed section times
 :func:`coreval.adaptive.next_items` on a 1000-item bank (50 item-parameter draws), one
 thread.
@@ -137,8 +137,13 @@ def start_spread(name, source, target, k, seed, cache, starts, n_rows, tau):
     return {"start_sd": 100 * float(est.std(axis=0, ddof=1).mean()), "flips": float(flips)}
 
 
-def run_split(name, matrix, seed, args):
-    """Every row of one (dataset, seed): static, adaptive, random order, width, exposure."""
+def run_split(name, matrix, seed, args, stored):
+    """Every row of one (dataset, seed): static, adaptive, random order, width, exposure.
+
+    ``stored(budget)`` is the file of one budget's rows: a budget whose file exists is
+    skipped, and each is written as soon as it is done.
+    """
+    from coreval._atomic import write_text_atomic
     from coreval.adaptive import any_of, max_items, score_width
     from coreval.base import FitCache, resolve_budget
     from coreval.data.splits import make_split
@@ -146,8 +151,9 @@ def run_split(name, matrix, seed, args):
     split = make_split(matrix, args.split, seed=seed, n_source=args.n_source)
     source, target = matrix.take(split.source), matrix.take(split.target)
     cache = FitCache()
-    rows = []
     for i, budget in enumerate(args.budgets):
+        if stored(budget).exists():
+            continue
         k = resolve_budget(budget, matrix.n_items)
         cell = {"dataset": name, "seed": seed, "budget": budget, "k": k,
                 "n_source": source.n_models, "n_target": target.n_models}
@@ -176,9 +182,8 @@ def run_split(name, matrix, seed, args):
                 if row["method"] in args.start_methods:
                     row.update(start_spread(row["method"], source, target, k, seed, cache,
                                             args.starts, args.start_targets, tau))
-        rows += [{**cell, **r} for r in found]
+        write_text_atomic(stored(budget), json.dumps([{**cell, **r} for r in found]))
         print(f"{name} seed {seed} budget {budget}: done", flush=True)
-    return rows
 
 
 def speed(n_items: int = 1000, n_draws: int = 50, steps: int = 30) -> list[dict]:
@@ -203,7 +208,6 @@ def speed(n_items: int = 1000, n_draws: int = 50, steps: int = 30) -> list[dict]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from coreval._atomic import write_text_atomic
     from coreval.data.io import load_matrix
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -239,13 +243,14 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.datasets:
             matrix = None
             for seed in args.seeds:
-                part = raw / f"{name}_{args.split}{args.n_source}_seed{seed}.json"
-                if part.exists():
+                def stored(budget, name=name, seed=seed):
+                    return raw / f"{name}_{args.split}{args.n_source}_seed{seed}_b{budget:g}.json"
+
+                if all(stored(b).exists() for b in args.budgets):
                     continue
                 if matrix is None:
                     matrix = load_matrix(name, data_dir=SHARED / "data")
-                rows = run_split(name, matrix, seed, args)
-                write_text_atomic(part, json.dumps(rows))
+                run_split(name, matrix, seed, args, stored)
     parts = [p for p in sorted(raw.glob("*.json"))
              if any(p.name.startswith(f"{d}_{args.split}{args.n_source}_")
                     for d in args.datasets)]
