@@ -4,7 +4,8 @@ For each dataset and seed, a split (``--split random`` with ``--n-source`` sourc
 all other models targets; or ``--split binned`` as the item-level grid). Every method runs
 through :func:`coreval.pipeline.fit_method` on the split, sharing one fit cache:
 
-* static coresets (``--static``): random, random++, mrmr++, gp-irt, irt-bayes, ...;
+* static coresets (``--static``): random, random++, mrmr++, gp-irt, irt-bayes and the
+  stacked predictors on mRMR coresets (stack-mrmr), ...;
 * adaptive tests (``--rules``, the registered ``cat-*`` methods): each target model takes
   a test that answers from its recorded row, stopped at the budget's number of items. The
   misfit term τ is learnt out of fold on the source models (``tau="cv"``, the default);
@@ -13,9 +14,10 @@ through :func:`coreval.pipeline.fit_method` on the split, sharing one fit cache:
 * ``cat-score@width``, ``cat-random@width`` (first budget only): stopped once the 90 %
   interval of the full score is at most ``--width`` wide (or half the bank answered), on
   the first ``--width-targets`` targets;
-* ``<rule>+exposure`` (``--exposure-rules``): Sympson-Hetter control with
-  ``max_exposure=--max-exposure``; ``max_exposure`` is the largest share of targets any
-  item was given to.
+* ``<rule>+exposure`` (``--exposure-rules``): exposure control with
+  ``max_exposure=--max-exposure`` (Sympson-Hetter plus the ceiling over the targets);
+  ``max_exposure`` is the largest share of targets any item was given to, and the
+  accuracy cost is the RMSE ratio to the same rule without control.
 
 Fluid Benchmarking's view (Hofmann et al. 2025), on the first ``--start-targets`` targets,
 for each method in ``--start-methods`` over ``--starts`` random starts (adaptive: each
@@ -25,8 +27,9 @@ deviation across starts (pp, mean over targets), and ``flips`` the share of pair
 neighbours in the true ranking whose estimated order differs between two starts.
 
 Each (dataset, seed, budget) is stored in ``benchmarks/results/raw/adaptive/`` as it
-finishes, so an interrupted run resumes; the width-stopped rows go with the first budget; ``--report-only`` writes the markdown and the figure (RMSE vs
-items used) from what is stored. The speed section times
+finishes, so an interrupted run resumes; the width-stopped rows go with the first
+budget; ``--report-only`` writes the markdown and the figure (RMSE vs items used) from
+what is stored. The speed section times
 :func:`coreval.adaptive.next_items` on a 1000-item bank (50 item-parameter draws), one
 thread.
 
@@ -219,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", choices=["random", "binned"], default="random")
     parser.add_argument("--n-source", type=int, default=100)
     parser.add_argument("--static", nargs="+",
-                        default=["random", "random++", "mrmr++", "gp-irt", "irt-bayes"])
+                        default=["random", "random++", "mrmr++", "gp-irt", "irt-bayes",
+                                 "stack-mrmr"])
     parser.add_argument("--rules", nargs="+", default=["cat-score", "cat-fisher"])
     parser.add_argument("--exposure-rules", nargs="*", default=["cat-fisher"])
     parser.add_argument("--max-exposure", type=float, default=0.5)
@@ -317,8 +321,9 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
              "full score; `items` is the mean number of items asked (the budget k, or what "
              f"the width stop needed). `@width` rows stop at a {100 * args.width:g} pp wide "
              f"90 % interval (or half the bank), on the first {args.width_targets} targets. "
-             "`+exposure` rows use Sympson-Hetter control at "
-             f"{args.max_exposure:g}; `max exp.` is the largest share of targets an item "
+             "`+exposure` rows use exposure control at "
+             f"{args.max_exposure:g} (Sympson-Hetter plus a ceiling over the targets); "
+             "`max exp.` is the largest share of targets an item "
              f"went to. `start sd` and `flips` (Fluid Benchmarking's variance and rank "
              f"flips) are over {args.starts} random starts on the first "
              f"{args.start_targets} targets; `τ misfit` is the learnt τ (pp).", "",
@@ -347,6 +352,13 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
                         best_a["rmse_pp"] / best_s["rmse_pp"], "adaptive": best_a["method"],
                         "coverage": best_a["coverage90"], "static": best_s["method"]})
         width = df.set_index("method")
+        for rule in args.exposure_rules:
+            if {rule, f"{rule}+exposure"} <= set(width.index):
+                free, held = width.loc[rule], width.loc[f"{rule}+exposure"]
+                lines += [f"Exposure control ({rule}): largest share of targets per item "
+                          f"{free['max_exposure']:.2f} → {held['max_exposure']:.2f}; RMSE "
+                          f"{free['rmse_pp']:.2f} → {held['rmse_pp']:.2f} pp (cost "
+                          f"×{held['rmse_pp'] / free['rmse_pp']:.2f}).", ""]
         if {"cat-score@width", "cat-random@width"} <= set(width.index):
             a, r = width.loc["cat-score@width"], width.loc["cat-random@width"]
             lines += [f"Width stop at {100 * args.width:g} pp: cat-score asks "

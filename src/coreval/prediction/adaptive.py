@@ -46,10 +46,15 @@ class AdaptivePredictor(Predictor):
     randomesque : int
         Exposure control: pick among this many best items.
     max_exposure : float, optional
-        Sympson-Hetter exposure control: no item should be given to more than this share
-        of models. The exposure parameters are calibrated at fit time on tests of the
-        budget's length taken by the source models, answering from their recorded rows
-        (:func:`coreval.adaptive.calibrate_exposure`, 10 rounds).
+        Exposure control: no item is given to more than this share of the models of one
+        :meth:`predict` call. Two parts: Sympson-Hetter parameters, calibrated at fit
+        time on tests of the budget's length taken by the source models, answering from
+        their recorded rows (:func:`coreval.adaptive.calibrate_exposure`, 10 rounds),
+        spread the items over the tests; they are fitted to the source models, so on
+        other models some items still go over. A ceiling then makes the share a
+        guarantee: an item given to ``max(1, floor(max_exposure · N))`` of the ``N``
+        models is withdrawn from the remaining tests (the restricted method of Revuelta
+        & Ponsoda 1998, over the models of the call).
     tau : float or "cv"
         Misfit standard deviation ``τ`` of a full score predicted from no answers; a
         test adds ``τ ρ`` to its predictive distribution, ``ρ`` the share of the score
@@ -166,15 +171,20 @@ class AdaptivePredictor(Predictor):
     def _predict(self, x: np.ndarray) -> Prediction:
         means, lowers, uppers, used, draws = [], [], [], [], []
         asked = np.zeros(x.shape, dtype=bool)
+        ceiling = None if self.max_exposure is None else \
+            max(1, int(np.floor(float(self.max_exposure) * len(x) + 1e-9)))
+        given = np.zeros(x.shape[1], dtype=int)  # models each item has gone to
         for j, row in enumerate(x):
             answered = ~np.isnan(row)  # an item the model has no score for is never asked
             exposure = answered.astype(float)
             if self.exposure_ is not None:
                 exposure = exposure * self.exposure_
+            if ceiling is not None:  # restricted method: withdraw items at the ceiling
+                exposure = exposure * (given < ceiling)
             test = AdaptiveTest(self.bank_, rule=self.rule, stop=self.stop_,
                                 randomesque=self.randomesque, exposure=exposure,
                                 level=self.level, seed=self.seed + j)
-            test.stop = any_of(self.stop_, lambda state, n=int(answered.sum()):
+            test.stop = any_of(self.stop_, lambda state, n=int(np.count_nonzero(exposure)):
                                state.n_asked >= n)
             pred = test.run(lambda items, row=row: row[self.bank_.positions(items)],
                             b=self.batch)
@@ -184,6 +194,7 @@ class AdaptivePredictor(Predictor):
             draws.append(pred.draws[:, 0])
             used.append(test.state.n_asked)
             asked[j, test.state.asked] = True
+            given[test.state.asked] += 1
         self.items_used_ = np.asarray(used)
         self.asked_ = asked
         return Prediction(mean=np.asarray(means), lower=np.asarray(lowers),
