@@ -13,7 +13,9 @@ through :func:`coreval.pipeline.fit_method` on the split, sharing one fit cache:
   static sample read through the same posterior);
 * ``cat-score@width``, ``cat-random@width`` (first budget only): stopped once the 90 %
   interval of the full score is at most ``--width`` wide (or half the bank answered), on
-  the first ``--width-targets`` targets;
+  the first ``--width-targets`` targets; ``mean@width``: a random static sample read the
+  classical way (sample mean, Agresti-Coull interval with the finite-population
+  correction), asked until its interval is as narrow (:func:`sample_mean_width_row`);
 * ``<rule>+exposure`` (``--exposure-rules``): exposure control with
   ``max_exposure=--max-exposure`` (Sympson-Hetter plus the ceiling over the targets);
   ``max_exposure`` is the largest share of targets any item was given to, and the
@@ -28,15 +30,18 @@ neighbours in the true ranking whose estimated order differs between two starts.
 
 Each (dataset, seed, budget) is stored in ``benchmarks/results/raw/adaptive/`` as it
 finishes, so an interrupted run resumes; the width-stopped rows go with the first
-budget; ``--report-only`` writes the markdown and the figure (RMSE vs items used) from
-what is stored. The speed section times
+budget. The markdown and the figure (RMSE vs items used) are written from every stored
+part under ``raw/<tag>/``, whichever command stored it (``--report-only`` writes only
+them), so runs with other splits or datasets add to one report. The speed section times
 :func:`coreval.adaptive.next_items` on a 1000-item bank (50 item-parameter draws), one
 thread.
 
 Usage (as committed)::
 
     python benchmarks/adaptive.py --datasets arc_challenge ifeval openllm_math \
-        --seeds 0 1 --budgets 0.01 0.02 0.05 0.1
+        --seeds 0 --budgets 0.01 0.02 0.05 --starts 3 --start-targets 30
+    python benchmarks/adaptive.py --datasets mmlu gsm --split binned --n-source 30 \
+        --seeds 0 --budgets 0.01 0.02 0.05 --starts 3 --start-targets 30
 """
 
 from __future__ import annotations
@@ -44,7 +49,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -121,6 +125,38 @@ def random_order_row(bank, target, stop, seed, n_rows, label):
                     np.mean(used), time.perf_counter() - t0)
 
 
+def sample_mean_width_row(target, width, seed, n_rows, level=0.9, label="mean@width"):
+    """A random static sample read the classical way, asked until its interval is narrow.
+
+    Items in a random order (per target, fixed by ``seed``); after ``n`` answers with
+    ``x`` right, the full score's ``level`` interval is the Agresti-Coull interval with
+    the finite-population correction ``(N - n) / (N - 1)``:
+    ``p̃ ± z √(p̃ (1 - p̃) / (n + z²) · (N - n) / (N - 1))``, ``p̃ = (x + z²/2) / (n + z²)``
+    (Agresti & Coull 1998; Cochran 1977, ch. 3). It stops at the first ``n`` whose
+    interval is at most ``width`` wide; the estimate is the sample mean ``x / n``.
+    """
+    from scipy.stats import norm
+
+    t0 = time.perf_counter()
+    z = float(norm.ppf(0.5 + level / 2))
+    means, lowers, uppers, used = [], [], [], []
+    for j, row in enumerate(target.values[:n_rows]):
+        y = row[~np.isnan(row)]
+        big_n = len(y)
+        y = y[np.random.default_rng([seed, j]).permutation(big_n)]
+        n = np.arange(1, big_n + 1)
+        x = np.cumsum(y)
+        p = (x + z**2 / 2) / (n + z**2)
+        half = z * np.sqrt(p * (1 - p) / (n + z**2) * (big_n - n) / max(big_n - 1, 1))
+        stop = int(np.flatnonzero(2 * half <= width)[0])  # n = N always qualifies
+        means.append(x[stop] / n[stop])
+        lowers.append(max(0.0, p[stop] - half[stop]))
+        uppers.append(min(1.0, p[stop] + half[stop]))
+        used.append(n[stop])
+    return _metrics(label, target.summary_scores()[:len(means)], means, lowers, uppers,
+                    np.mean(used), time.perf_counter() - t0)
+
+
 def start_spread(name, source, target, k, seed, cache, starts, n_rows, tau):
     """Fluid Benchmarking's variance and rank flips of ``name`` over random starts."""
     estimates = []
@@ -180,6 +216,7 @@ def run_split(name, matrix, seed, args, stored):
             found.append(random_order_row(bank, target, any_of(score_width(args.width),
                                                                max_items(cap)),
                                           seed, args.width_targets, "cat-random@width"))
+            found.append(sample_mean_width_row(target, args.width, seed, args.width_targets))
         if args.starts > 1:
             for row in found:
                 if row["method"] in args.start_methods:
@@ -239,8 +276,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="results file benchmarks/results/<tag>.md and raw/<tag>/")
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
-    command = "python " + " ".join(shlex.quote(a) for a in
-                                   [os.path.relpath(__file__, REPO), *(argv or sys.argv[1:])])
     raw = RESULTS / "raw" / args.tag
     raw.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
@@ -255,12 +290,14 @@ def main(argv: list[str] | None = None) -> int:
                 if matrix is None:
                     matrix = load_matrix(name, data_dir=SHARED / "data")
                 run_split(name, matrix, seed, args, stored)
-    parts = [p for p in sorted(raw.glob("*.json"))
-             if any(p.name.startswith(f"{d}_{args.split}{args.n_source}_")
-                    for d in args.datasets)]
+    parts = sorted(raw.glob("*.json"))
     if not parts:
         raise SystemExit(f"nothing stored under {raw}")
-    table = pd.DataFrame([r for p in parts for r in json.loads(p.read_text())])
+    table = pd.DataFrame([{**r, "setting": _setting(p)} for p in parts
+                          for r in json.loads(p.read_text())])
+    command = _commands(table, args)
+    table["dataset"] = table["dataset"] + " (" + table["setting"].str.replace(
+        " ", ", M = ") + ")"
     timing = pd.DataFrame(speed())
     out = RESULTS / f"{args.tag}.md"
     figure = RESULTS / "figures" / f"{args.tag}.png"
@@ -268,6 +305,28 @@ def main(argv: list[str] | None = None) -> int:
     write_markdown(out, to_markdown(table, timing, args, command, figure))
     print(f"wrote {out}")
     return 0
+
+
+def _setting(part: Path) -> str:
+    """``"random 100"`` from a stored part ``<dataset>_random100_seed0_b0.01.json``."""
+    config = part.name.rsplit("_seed", 1)[0].rsplit("_", 1)[1]
+    split = config.rstrip("0123456789")
+    return f"{split} {config[len(split):]}"
+
+
+def _commands(table: pd.DataFrame, args) -> str:
+    """The commands that fill every stored setting (the report reads them all)."""
+    fixed = (f"--starts {args.starts} --start-targets {args.start_targets} "
+             f"--width {args.width:g} --width-targets {args.width_targets}")
+    out = []
+    for setting, df in table.groupby("setting", sort=False):
+        split, n = setting.split()
+        datasets = " ".join(dict.fromkeys(df["dataset"]))
+        seeds = " ".join(str(s) for s in sorted(df["seed"].unique()))
+        budgets = " ".join(f"{b:g}" for b in sorted(df["budget"].unique()))
+        out.append(f"python benchmarks/adaptive.py --datasets {datasets} --split {split} "
+                   f"--n-source {n} --seeds {seeds} --budgets {budgets} {fixed}")
+    return "`, `".join(out)
 
 
 def plot(table: pd.DataFrame, path: Path) -> None:
@@ -311,9 +370,9 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
     mean = table.groupby(["dataset", "budget", "k", "method"], sort=False)[
         cols + extra].mean().reset_index()
     seeds = sorted(table["seed"].unique().tolist())
-    split = (f"random splits with {args.n_source} source models, all other models targets"
-             if args.split == "random" else f"binned splits with {args.n_source} source "
-             "models (as the item-level grid)")
+    split = ("Each dataset's heading names its split: `random, M = 100` draws 100 source "
+             "models at random and makes all other models targets; `binned, M = 30` is the "
+             "item-level grid's binned split with 30 source models")
     lines = ["# Adaptive testing vs static coresets", "", *provenance(command),
              f"{split}; seeds {seeds}; means over seeds. Adaptive tests answer from each "
              "target's recorded row; their misfit term τ is learnt out of fold on the "
@@ -328,7 +387,7 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
              f"flips) are over {args.starts} random starts on the first "
              f"{args.start_targets} targets; `τ misfit` is the learnt τ (pp).", "",
              f"![RMSE vs items]({os.path.relpath(figure, RESULTS)})", ""]
-    summary = []
+    summary, widths = [], []
     for (dataset, budget, k), df in mean.groupby(["dataset", "budget", "k"], sort=False):
         lines += [f"## {dataset}, budget {budget:g} (k = {k})", "",
                   "| method | RMSE (pp) | τ | coverage90 | width90 (pp) | items | seconds "
@@ -359,17 +418,33 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
                           f"{free['max_exposure']:.2f} → {held['max_exposure']:.2f}; RMSE "
                           f"{free['rmse_pp']:.2f} → {held['rmse_pp']:.2f} pp (cost "
                           f"×{held['rmse_pp'] / free['rmse_pp']:.2f}).", ""]
-        if {"cat-score@width", "cat-random@width"} <= set(width.index):
-            a, r = width.loc["cat-score@width"], width.loc["cat-random@width"]
+        if {"cat-score@width", "cat-random@width", "mean@width"} <= set(width.index):
+            a, r, s = (width.loc[m] for m in ("cat-score@width", "cat-random@width",
+                                               "mean@width"))
             lines += [f"Width stop at {100 * args.width:g} pp: cat-score asks "
-                      f"{a['items']:.1f} items (coverage {a['coverage90']:.2f}), random "
-                      f"order {r['items']:.1f} (coverage {r['coverage90']:.2f}): ratio "
+                      f"{a['items']:.1f} items (coverage {a['coverage90']:.2f}); a random "
+                      f"static sample with the sample mean {s['items']:.1f} (coverage "
+                      f"{s['coverage90']:.2f}): ratio **{a['items'] / s['items']:.2f}**; "
+                      f"random order read through the IRT posterior {r['items']:.1f} "
+                      f"(coverage {r['coverage90']:.2f}): ratio "
                       f"**{a['items'] / r['items']:.2f}**.", ""]
+            widths.append({"dataset": dataset, "score": a, "random": r, "mean": s})
     lines += ["## Summary: best adaptive / best static RMSE", "",
               "| dataset | budget | ratio | best adaptive (coverage) | best static |",
               "|---|---|---|---|---|"]
     lines += [f"| {r['dataset']} | {r['budget']:g} | {r['ratio']:.2f} | {r['adaptive']} "
               f"({r['coverage']:.2f}) | {r['static']} |" for r in summary]
+    if widths:
+        lines += ["", f"## Width stop at {100 * args.width:g} pp: items asked", "",
+                  "| dataset | cat-score (coverage) | random sample, mean (coverage) "
+                  "| ratio | random order, IRT posterior (coverage) | ratio |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {w['dataset']} | {w['score']['items']:.1f} "
+                  f"({w['score']['coverage90']:.2f}) | {w['mean']['items']:.1f} "
+                  f"({w['mean']['coverage90']:.2f}) "
+                  f"| {w['score']['items'] / w['mean']['items']:.2f} "
+                  f"| {w['random']['items']:.1f} ({w['random']['coverage90']:.2f}) "
+                  f"| {w['score']['items'] / w['random']['items']:.2f} |" for w in widths]
     lines += ["", "## Speed of choosing the next item (1000 items, 50 draws, one thread)", "",
               "| rule | median (ms) | max (ms) |", "|---|---|---|"]
     lines += [f"| {r.rule} | {r.median_ms:.1f} | {r.max_ms:.1f} |"
