@@ -59,6 +59,26 @@ def test_quadrature_posterior_matches_numerical_integration():
     assert 0 < theta_sd < 1
 
 
+def test_kl_information_is_the_posterior_weighted_kl_divergence():
+    """The KL rule (computed without a draws x nodes x items array) equals
+    ``Σ_{s,g} π_sg KL(p_s(θ̂) ‖ p_sg)`` summed node by node, with guessing and draws."""
+    from coreval.adaptive.select import kl_information
+
+    bank, a, d = _bank(25, n_draws=4, guess=True)
+    state = update(init(bank), np.arange(6), _answers(a, d, -0.4, seed=3, c=0.2)[:6])
+    pi = state.weights()
+    theta, _ = state.theta_moments()
+    g_hat = int(np.argmin(np.abs(bank.grid - theta)))
+    expected = np.zeros(len(state.unasked))
+    for s in range(bank.n_draws):
+        for g in range(len(bank.grid)):
+            p_hat, p = bank.probs[s, g_hat, state.unasked], bank.probs[s, g, state.unasked]
+            expected += pi[s, g] * (p_hat * np.log(p_hat / p)
+                                    + (1 - p_hat) * np.log((1 - p_hat) / (1 - p)))
+    np.testing.assert_allclose(kl_information(state), expected, rtol=1e-9, atol=1e-12)
+    assert (kl_information(state) >= -1e-12).all()
+
+
 def test_score_variance_reduction_equals_the_expected_posterior_variance():
     """The closed form against updating with each answer and averaging by P(y)."""
     bank, _, _ = _bank(40, n_draws=4, seed=2, guess=True)

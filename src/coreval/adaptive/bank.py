@@ -96,6 +96,19 @@ class ItemBank:
         object.__setattr__(self, "prior_criteria", {})
 
     @property
+    def log_probs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(log p, log(1 - p))`` on the nodes, computed on first use and kept.
+
+        The KL rule reads them at every step; most rules never need them, so they are
+        not made with ``probs``.
+        """
+        cached = self.__dict__.get("_log_probs")
+        if cached is None:
+            cached = (np.log(self.probs), np.log1p(-self.probs))
+            object.__setattr__(self, "_log_probs", cached)
+        return cached
+
+    @property
     def n_items(self) -> int:
         return len(self.items)
 
