@@ -400,7 +400,7 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
                 f"| {r['seconds']:.1f} | {_cell(r.get('max_exposure'), '.2f')} "
                 f"| {_cell(100 * r['tau_misfit'] if 'tau_misfit' in r else np.nan, '.2f')} "
                 f"| {_cell(r.get('start_sd'), '.2f')} | {_cell(r.get('flips'), '.3f')} |")
-        static = df[~df["method"].str.startswith("cat-")]
+        static = df[~df["method"].str.startswith("cat-") & ~df["method"].str.contains("@")]
         adaptive = df[df["method"].isin(args.rules)]
         best_s = static.loc[static["rmse_pp"].idxmin()]
         best_a = adaptive.loc[adaptive["rmse_pp"].idxmin()]
