@@ -337,11 +337,15 @@ def plot(table: pd.DataFrame, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(table["dataset"]))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.6),
+    ncols = min(4, len(datasets))
+    nrows = -(-len(datasets) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.6 * nrows),
                              squeeze=False)
+    for ax in axes.ravel()[len(datasets):]:
+        ax.set_visible(False)
     mean = table.groupby(["dataset", "method", "budget"], sort=False)[
         ["rmse_pp", "items"]].mean().reset_index()
-    for ax, dataset in zip(axes[0], datasets, strict=True):
+    for ax, dataset in zip(axes.ravel(), datasets, strict=False):
         df = mean[mean["dataset"] == dataset]
         for method, g in df.groupby("method", sort=False):
             style = "o" if "@" in method else ("-o" if method.startswith("cat-") else "--s")
@@ -349,8 +353,8 @@ def plot(table: pd.DataFrame, path: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("items per target model")
         ax.set_ylabel("RMSE of the full score (pp)")
-        ax.set_title(dataset)
-    axes[0][-1].legend(fontsize=7, loc="upper right")
+        ax.set_title(dataset, fontsize=9)
+    axes.ravel()[len(datasets) - 1].legend(fontsize=6, loc="upper right")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.png")
