@@ -438,6 +438,23 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
               "|---|---|---|---|---|"]
     lines += [f"| {r['dataset']} | {r['budget']:g} | {r['ratio']:.2f} | {r['adaptive']} "
               f"({r['coverage']:.2f}) | {r['static']} |" for r in summary]
+    rmse = mean.pivot_table(index=["dataset", "budget"], columns="method", values="rmse_pp",
+                            sort=False)
+    if {"cat-score", "cat-fisher"} <= set(rmse.columns):
+        lines += ["", "## Target-aware rule: cat-score / cat-fisher RMSE at equal items", "",
+                  "| dataset | budget | cat-score | cat-fisher | ratio |", "|---|---|---|---|---|"]
+        lines += [f"| {d} | {b:g} | {r['cat-score']:.2f} | {r['cat-fisher']:.2f} "
+                  f"| {r['cat-score'] / r['cat-fisher']:.2f} |" for (d, b), r in rmse.iterrows()]
+    for rule in args.exposure_rules:
+        held = f"{rule}+exposure"
+        if {rule, held} <= set(rmse.columns):
+            share = mean[mean["method"] == held].set_index(["dataset", "budget"])["max_exposure"]
+            lines += ["", f"## Exposure control at {args.max_exposure:g} ({rule})", "",
+                      "| dataset | budget | max exp. | RMSE without | RMSE with | cost |",
+                      "|---|---|---|---|---|---|"]
+            lines += [f"| {d} | {b:g} | {share.loc[(d, b)]:.2f} | {r[rule]:.2f} "
+                      f"| {r[held]:.2f} | ×{r[held] / r[rule]:.2f} |"
+                      for (d, b), r in rmse.iterrows()]
     if widths:
         lines += ["", f"## Width stop at {100 * args.width:g} pp: items asked", "",
                   "| dataset | cat-score (coverage) | random sample, mean (coverage) "
