@@ -315,17 +315,25 @@ def _setting(part: Path) -> str:
 
 
 def _commands(table: pd.DataFrame, args) -> str:
-    """The commands that fill every stored setting (the report reads them all)."""
-    fixed = (f"--starts {args.starts} --start-targets {args.start_targets} "
-             f"--width {args.width:g} --width-targets {args.width_targets}")
-    out = []
-    for setting, df in table.groupby("setting", sort=False):
-        split, n = setting.split()
-        datasets = " ".join(dict.fromkeys(df["dataset"]))
-        seeds = " ".join(str(s) for s in sorted(df["seed"].unique()))
+    """The commands that fill every stored part (the report reads them all).
+
+    One command per setting and group of seeds that stored the same budgets, with or
+    without the width-stopped rows (``--width 0``).
+    """
+    fixed = f"--starts {args.starts} --start-targets {args.start_targets}"
+    runs: dict[tuple, list[int]] = {}
+    for (setting, seed), df in table.groupby(["setting", "seed"], sort=False):
         budgets = " ".join(f"{b:g}" for b in sorted(df["budget"].unique()))
-        out.append(f"python benchmarks/adaptive.py --datasets {datasets} --split {split} "
-                   f"--n-source {n} --seeds {seeds} --budgets {budgets} {fixed}")
+        width = (f"--width {args.width:g} --width-targets {args.width_targets}"
+                 if df["method"].str.contains("@width").any() else "--width 0")
+        key = (setting, tuple(dict.fromkeys(df["dataset"])), budgets, width)
+        runs.setdefault(key, []).append(int(seed))
+    out = []
+    for (setting, datasets, budgets, width), seeds in runs.items():
+        split, n = setting.split()
+        out.append(f"python benchmarks/adaptive.py --datasets {' '.join(datasets)} "
+                   f"--split {split} --n-source {n} --seeds {' '.join(map(str, seeds))} "
+                   f"--budgets {budgets} {width} {fixed}")
     return "`, `".join(out)
 
 
