@@ -40,7 +40,9 @@ Usage (as committed)::
 
     python benchmarks/adaptive.py --datasets arc_challenge ifeval openllm_math \
         --seeds 0 --budgets 0.01 0.02 0.05 --starts 3 --start-targets 30
-    python benchmarks/adaptive.py --datasets mmlu gsm --split binned --n-source 30 \
+    python benchmarks/adaptive.py --datasets arc_challenge ifeval --seeds 1 \
+        --budgets 0.02 0.05 --width 0 --starts 3 --start-targets 30
+    python benchmarks/adaptive.py --datasets gsm med_qa mmlu --split binned --n-source 30 \
         --seeds 0 --budgets 0.01 0.02 0.05 --starts 3 --start-targets 30
 """
 
