@@ -68,7 +68,6 @@ from _results import provenance, write_markdown
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
 RESULTS = REPO / "benchmarks" / "results"
-RAW = RESULTS / "raw" / "adaptive"
 
 
 def _random_rule(state):
