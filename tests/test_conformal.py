@@ -54,6 +54,22 @@ def test_split_conformal_hand_case():
     np.testing.assert_allclose(upper, [1 + q, 2 + q])
 
 
+def test_split_conformal_pools_repetitions_at_the_rank_of_one():
+    residuals = np.array([0.5, -0.1, 0.3, -0.9, 0.2, 0.7, -0.4, 0.6, 0.8])  # n = 9
+    # one repetition as a row is the plain interval
+    one = split_conformal_interval([0.0], residuals[None, :], 0.8)
+    np.testing.assert_allclose(one, split_conformal_interval([0.0], residuals, 0.8))
+    # two repetitions: the 2 * ceil(0.8 * 10) = 16th smallest of the 18 pooled values
+    other = np.array([0.05, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 2.0, 3.0])
+    _, upper = split_conformal_interval([0.0], np.stack([residuals, other]), 0.8)
+    assert upper[0] == np.sort(np.abs(np.concatenate([residuals, other])))[15] == 0.9
+    # too few points for the level: unbounded, as with one repetition
+    _, upper = split_conformal_interval([0.0], np.ones((3, 5)), 0.95)
+    assert np.isposinf(upper[0])
+    with pytest.raises(ValidationError, match="repetition"):
+        split_conformal_interval([0.0], np.ones((2, 2, 2)), 0.8)
+
+
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5])
 def test_level_validation(bad):
     with pytest.raises(ValidationError, match="level"):

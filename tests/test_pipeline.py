@@ -22,15 +22,17 @@ def test_cv_residuals_equal_a_manual_refit_of_the_whole_pipeline():
     m = simulate(n_models=60, n_items=80, seed=1).matrix
     source = m.take(np.arange(30))
     method = get_method("mrmr+")
-    fitted = fit_method(method, source, 8, seed=2, calibration="cv", folds=5)
+    fitted = fit_method(method, source, 8, seed=2, calibration="cv", folds=5, repeats=2)
     y = source.summary_scores()
-    expected = np.empty(30)
-    for train, held in KFold(5, shuffle=True, random_state=2).split(np.arange(30)):
-        sub = source.take(train)
-        sel = method.make_selector(k=8, seed=2).fit(sub)
-        pred = method.make_predictor(seed=2).fit(sub, sel.coreset_)
-        expected[held] = np.abs(y[held] - pred.predict(
-            source.values[np.ix_(held, sel.coreset_.indices)]).mean)
+    expected = np.empty((2, 30))
+    for r, fold_seed in enumerate([2, int(np.random.default_rng(2).integers(0, 2**31 - 1))]):
+        for train, held in KFold(5, shuffle=True, random_state=fold_seed).split(np.arange(30)):
+            sub = source.take(train)
+            sel = method.make_selector(k=8, seed=2).fit(sub)
+            pred = method.make_predictor(seed=2).fit(sub, sel.coreset_)
+            expected[r, held] = np.abs(y[held] - pred.predict(
+                source.values[np.ix_(held, sel.coreset_.indices)]).mean)
+    assert not np.allclose(expected[0], expected[1])  # two assignments to folds
     np.testing.assert_allclose(fitted.cv_residuals, expected)
     out = fitted.predict_array(m.values[30:, fitted.coreset.indices])
     assert out.interval == "cv-residual"
@@ -57,3 +59,6 @@ def test_calibration_errors():
     m = simulate(n_models=30, n_items=40, seed=0).matrix
     with pytest.raises(ValidationError, match="calibration must be"):
         fit_method(get_method("random+"), m, 5, calibration="bootstrap")
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValidationError, match="repeats must be"):
+            fit_method(get_method("mrmr+"), m, 5, calibration="cv", repeats=bad)

@@ -11,8 +11,6 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from coreval._atomic import write_atomic, write_text_atomic
 from coreval.errors import UnknownMethodError
 from coreval.methods import get_method
@@ -69,9 +67,12 @@ def run_demo(*, out: Path, methods: Sequence[str], budget: float = 0.1,
     fig.tight_layout()
     plot = write_atomic(out / "true_vs_predicted.png",
                         lambda p: fig.savefig(p, dpi=110, format="png"))
-    coverage = {n: float(np.mean((truth >= p.lower) & (truth <= p.upper)))
-                for n, p in predictions.items()}
-    echo("90% interval coverage on held-out models (seed 0): "
-         + ", ".join(f"{n} {c:.0%}" for n, c in coverage.items()))
+    # coverage over every seed's held-out models: one split's share moves by several
+    # points with the split alone (about 110 targets, conformal quantiles from 40 sources)
+    coverage = results.groupby("method")["coverage90"].agg(["mean", "min", "max"])
+    echo(f"90% interval coverage on held-out models, mean over seeds {list(seeds)} "
+         "(range over seeds): " + ", ".join(
+             f"{n} {coverage.loc[n, 'mean']:.0%} ({coverage.loc[n, 'min']:.0%}-"
+             f"{coverage.loc[n, 'max']:.0%})" for n in usable if n in coverage.index))
     echo(f"wrote {out / 'results.parquet'}, {out / 'summary.md'}, {plot}")
     return {"results": out / "results.parquet", "summary": out / "summary.md", "plot": plot}

@@ -96,12 +96,20 @@ def split_conformal_interval(pred, residuals, level: float = 0.9) -> tuple[np.nd
     interval covers a new exchangeable point with probability at least ``level``.
     With too few calibration points for the level, ``q = inf``.
 
+    Residuals of ``R`` repetitions of a cross-validation of the same ``n`` points
+    (shape ``(R, n)``) are pooled: ``q`` is the ``R·⌈(n+1)·level⌉``-th smallest of
+    the ``R·n``, the same rank of the residuals' distribution averaged over the
+    repetitions. The finite-sample correction stays that of ``n`` points, as the
+    repetitions re-split the same models rather than add new ones; what they remove
+    is the spread that one random assignment of models to folds puts into ``q``.
+
     Parameters
     ----------
     pred : array-like
         Point predictions at the new points.
-    residuals : array-like, shape (n,)
-        Calibration residuals ``yᵢ − ŷᵢ`` of points not used to fit the predictor.
+    residuals : array-like, shape (n,) or (R, n)
+        Calibration residuals ``yᵢ − ŷᵢ`` of points not used to fit the predictor
+        (one row per repetition).
     level : float
         Nominal coverage.
 
@@ -111,11 +119,14 @@ def split_conformal_interval(pred, residuals, level: float = 0.9) -> tuple[np.nd
     """
     level = _check_level(level)
     pred = np.asarray(pred, dtype=float)
-    r = np.abs(np.asarray(residuals, dtype=float)).ravel()
-    if r.size == 0 or not np.isfinite(r).all():
-        raise ValidationError("split conformal needs finite calibration residuals")
-    rank = math.ceil((r.shape[0] + 1) * level - 1e-9)
-    q = float(_kth_smallest(r, rank, axis=0))
+    r = np.abs(np.asarray(residuals, dtype=float))
+    if r.ndim > 2 or r.size == 0 or not np.isfinite(r).all():
+        raise ValidationError("split conformal needs finite calibration residuals, one row "
+                              "per repetition")
+    r = np.atleast_2d(r)
+    repeats, n = r.shape
+    rank = math.ceil((n + 1) * level - 1e-9)
+    q = float(_kth_smallest(r.ravel(), repeats * rank, axis=0))
     return pred - q, pred + q
 
 

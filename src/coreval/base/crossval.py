@@ -64,6 +64,16 @@ class OutOfFold:
         return self.truth - self.mean
 
 
+def repeated_fold_seeds(seed: int, repeats: int) -> list[int]:
+    """Seeds of ``repeats`` assignments of models to folds: ``seed`` first, then drawn from it.
+
+    The first is the run's own seed, so that its folds are those of every other
+    out-of-fold estimate of the run (and their fits are shared through the cache).
+    """
+    extra = np.random.default_rng(seed).integers(0, 2**31 - 1, size=max(int(repeats) - 1, 0))
+    return [int(seed), *(int(s) for s in extra)]
+
+
 def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], *,
                 folds: int, seed: int, rows: np.ndarray | None = None,
                 complete_only: bool = False, params: dict[str, Any] | None = None,
