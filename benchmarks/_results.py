@@ -1,4 +1,4 @@
-"""The provenance lines and the writer shared by the scripts that fill ``benchmarks/results/``.
+"""The paths, provenance lines and writer shared by the scripts that fill ``benchmarks/results/``.
 
 Every results file names the command that made it and the coreval version that ran it::
 
@@ -17,6 +17,13 @@ from pathlib import Path
 
 import coreval
 from coreval._atomic import write_text_atomic
+
+#: The repository root.
+REPO = Path(__file__).resolve().parents[1]
+#: The shared data and anchors (``../shared`` beside the repository, or ``$COREVAL_SHARED_DIR``).
+SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
+#: Where the results files go.
+RESULTS = REPO / "benchmarks" / "results"
 
 
 def version_line() -> str:

@@ -63,11 +63,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
-from _results import provenance, write_markdown
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
-RESULTS = REPO / "benchmarks" / "results"
+from _results import RESULTS, SHARED, provenance, write_markdown
 
 
 def _random_rule(state):

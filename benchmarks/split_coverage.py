@@ -29,7 +29,6 @@ import shlex
 import sys
 import time
 import warnings
-from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -38,11 +37,8 @@ os.environ.setdefault("COREVAL_PROGRESS", "0")
 import numpy as np
 import pandas as pd
 
-from _results import provenance, write_markdown
+from _results import RESULTS, SHARED, provenance, write_markdown
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
-RESULTS = REPO / "benchmarks" / "results"
 DATASETS = ["arc_challenge", "commonsense", "gsm", "ifeval", "math", "med_qa", "mmlu",
             "openllm_math"]
 
