@@ -52,8 +52,7 @@ def report(df: pd.DataFrame, data_dir: Path, command: str) -> str:
              *provenance(command), "",
              "Binned split, budget 10 %, metrics on the target models only. Every method "
              "runs with its defaults, so supervised coresets get calibration=\"auto\" "
-             "(split conformal on out-of-fold residuals with the selection re-run, 5 folds, "
-             "three assignments to folds pooled). "
+             "(split conformal on out-of-fold residuals with the selection re-run, 10 folds). "
              "RMSE and width in pp.", ""]
     for m_src, g in ok.groupby("n_source"):
         llm = g[g["dataset"].isin(LLM)]

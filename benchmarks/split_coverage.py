@@ -89,7 +89,8 @@ def to_markdown(table: pd.DataFrame, command: str, args) -> str:
     lines = provenance(command)
     lines += [
         f"{len(table['dataset'].unique())} item-level LLM matrices, M = {args.n_source} "
-        f"source models, budget {args.budget:g} of the items, seeds {sorted(table['seed'].unique())}; "
+        f"source models, budget {args.budget:g} of the items, seeds "
+        f"{', '.join(str(int(x)) for x in sorted(table['seed'].unique()))}; "
         "the binned split and a random split with the same number of sources. Every method "
         "runs with its defaults (`calibration=\"auto\"`). coverage90: share of the targets "
         "inside the 90 % interval, mean over datasets and seeds (in brackets the SD over the "
@@ -102,10 +103,11 @@ def to_markdown(table: pd.DataFrame, command: str, args) -> str:
     for method in mean.index:
         interval = table.loc[table["method"] == method, "interval"].iloc[0]
         runs = int((table["method"] == method).sum())
-        cells = [f"{mean.loc[method, s]:.3f} ({spread.loc[method, s]:.3f})"
-                 if s in mean.columns else "" for s in ("binned", "random")]
-        widths = [f"{width.loc[method, s]:.1f}" if s in width.columns else ""
-                  for s in ("binned", "random")]
+        ran = [s in mean.columns and pd.notna(mean.loc[method, s]) for s in ("binned", "random")]
+        cells = [f"{mean.loc[method, s]:.3f} ({spread.loc[method, s]:.3f})" if ok else "—"
+                 for s, ok in zip(("binned", "random"), ran, strict=True)]
+        widths = [f"{width.loc[method, s]:.1f}" if ok else "—"
+                  for s, ok in zip(("binned", "random"), ran, strict=True)]
         lines.append(f"| {method} | {interval} | {' | '.join(cells)} | {' | '.join(widths)} "
                      f"| {runs} |")
     per = table.pivot_table(index=["dataset"], columns=["method", "split"],
@@ -113,7 +115,8 @@ def to_markdown(table: pd.DataFrame, command: str, args) -> str:
     lines += ["", "Coverage per dataset (mean over seeds):", "",
               "| dataset | " + " | ".join(f"{m} {s}" for m, s in per.columns) + " |",
               "|---|" + "---|" * len(per.columns)]
-    lines += [f"| {d} | " + " | ".join(f"{v:.2f}" for v in per.loc[d]) + " |"
+    lines += [f"| {d} | " + " | ".join("—" if pd.isna(v) else f"{v:.2f}" for v in per.loc[d])
+              + " |"
               for d in per.index]
     return "\n".join(lines) + "\n"
 
@@ -129,16 +132,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-source", type=int, default=30)
     parser.add_argument("--budget", type=float, default=0.1)
     args = parser.parse_args(argv)
+    command = "python benchmarks/split_coverage.py " + shlex.join(sys.argv[1:] if argv is None
+                                                                  else argv)
     raw = RESULTS / "raw" / "split_coverage"
     raw.mkdir(parents=True, exist_ok=True)
     parts = []
     for dataset in args.datasets:
         for spec in args.methods:
             part = raw / (f"{dataset}_{spec.replace('@', '_').replace('=', '')}_"
-                          f"M{args.n_source}_b{args.budget:g}.json")
+                          f"{'-'.join(args.splits)}_M{args.n_source}_b{args.budget:g}.json")
             if not part.exists():
-                rows = coverage_runs(dataset, spec, args.splits, args.seeds, args.n_source,
-                                     args.budget)
+                rows = [{**r, "command": command} for r in coverage_runs(
+                    dataset, spec, args.splits, args.seeds, args.n_source, args.budget)]
                 tmp = part.with_suffix(".tmp")
                 tmp.write_text(json.dumps(rows))
                 tmp.replace(part)
@@ -146,10 +151,12 @@ def main(argv: list[str] | None = None) -> int:
                       f"{np.mean([r['coverage90'] for r in rows]):.3f}", flush=True)
             parts.append(part)
     table = pd.DataFrame([r for p in parts for r in json.loads(p.read_text())])
-    command = "python benchmarks/split_coverage.py " + shlex.join(sys.argv[1:])
+    # the commands that stored the parts shown (a part stores the command that made it)
+    commands = "`, `".join(dict.fromkeys(table.pop("command").dropna())) if "command" in table \
+        else command
     out = write_markdown(RESULTS / "split_coverage.md",
                          "# Interval coverage: binned vs random split\n\n"
-                         + to_markdown(table, command, args))
+                         + to_markdown(table, commands, args))
     print(f"wrote {out}")
     return 0
 
