@@ -9,12 +9,14 @@ distribution-free guarantee for exchangeable models (split conformal for
 than its nominal level. This script measures each method's 90 % coverage under
 both splits, with the same number of sources, budget and seeds, so that a
 coverage away from 0.9 in the item-level grid can be told apart from a
-miscalibrated method. ``mrmr++@repeats=1`` is mrmr++ with one cross-validation
-instead of the default three pooled ones (``fit_method(repeats=...)``).
+miscalibrated method. A method may carry :func:`coreval.pipeline.fit_method`
+options after ``@``: ``mrmr++@folds=5,repeats=3`` is mrmr++ whose
+``calibration="cv"`` interval pools three 5-fold cross-validations.
 
 Usage::
 
     python benchmarks/split_coverage.py --n-source 30 --budget 0.1 --seeds 0 1 2 3 4
+    python benchmarks/split_coverage.py --methods mrmr++@folds=10,repeats=2 --splits random
 
 Writes ``benchmarks/results/split_coverage.md``; per-(dataset, method) parts are
 stored under ``benchmarks/results/raw/split_coverage/`` and a re-run resumes.
@@ -44,7 +46,7 @@ DATASETS = ["arc_challenge", "commonsense", "gsm", "ifeval", "math", "med_qa", "
 
 
 def method_and_options(spec: str) -> tuple[str, dict[str, int]]:
-    """``"mrmr++@repeats=1"`` → ``("mrmr++", {"repeats": 1})``."""
+    """``"mrmr++@folds=5,repeats=3"`` → ``("mrmr++", {"folds": 5, "repeats": 3})``."""
     name, _, opts = spec.partition("@")
     return name, {k: int(v) for k, v in (o.split("=") for o in opts.split(",") if o)}
 
@@ -92,7 +94,8 @@ def to_markdown(table: pd.DataFrame, command: str, args) -> str:
         f"source models, budget {args.budget:g} of the items, seeds "
         f"{', '.join(str(int(x)) for x in sorted(table['seed'].unique()))}; "
         "the binned split and a random split with the same number of sources. Every method "
-        "runs with its defaults (`calibration=\"auto\"`). coverage90: share of the targets "
+        "runs with its defaults (`calibration=\"auto\"`) but for the `fit_method` options after "
+        "`@` (the default is `folds=10, repeats=1`). coverage90: share of the targets "
         "inside the 90 % interval, mean over datasets and seeds (in brackets the SD over the "
         "dataset × seed runs); width in pp.",
         "",
@@ -126,11 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", nargs="+", default=DATASETS)
     parser.add_argument("--methods", nargs="+",
                         default=["random", "random++", "anchor-points++", "mrmr++",
-                                 "mrmr++@repeats=1"])
+                                 "mrmr++@folds=5"])
     parser.add_argument("--splits", nargs="+", default=["binned", "random"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--n-source", type=int, default=30)
     parser.add_argument("--budget", type=float, default=0.1)
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the report from the stored parts of --methods")
     args = parser.parse_args(argv)
     command = "python benchmarks/split_coverage.py " + shlex.join(sys.argv[1:] if argv is None
                                                                   else argv)
@@ -141,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         for spec in args.methods:
             part = raw / (f"{dataset}_{spec.replace('@', '_').replace('=', '')}_"
                           f"{'-'.join(args.splits)}_M{args.n_source}_b{args.budget:g}.json")
+            if args.report_only:  # every stored part of this method, whatever its splits
+                parts += sorted(raw.glob(part.name.replace(f"_{'-'.join(args.splits)}_", "_*_")))
+                continue
             if not part.exists():
                 rows = [{**r, "command": command} for r in coverage_runs(
                     dataset, spec, args.splits, args.seeds, args.n_source, args.budget)]
