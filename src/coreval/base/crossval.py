@@ -67,8 +67,9 @@ class OutOfFold:
 def repeated_fold_seeds(seed: int, repeats: int) -> list[int]:
     """Seeds of ``repeats`` assignments of models to folds: ``seed`` first, then drawn from it.
 
-    The first is the run's own seed, so that its folds are those of every other
-    out-of-fold estimate of the run (and their fits are shared through the cache).
+    The first is the run's own seed, so that one repetition is exactly
+    ``out_of_fold(..., seed=seed)``; the others are drawn from a generator seeded
+    with it, so the same seed gives the same assignments.
     """
     extra = np.random.default_rng(seed).integers(0, 2**31 - 1, size=max(int(repeats) - 1, 0))
     return [int(seed), *(int(s) for s in extra)]
