@@ -1,4 +1,4 @@
-"""Greedy entropy / MI selection: closed forms, the direct O(kN^3) procedure, costs."""
+"""Greedy entropy / MI / variance selection: closed forms, the direct O(kN^3) procedure, costs."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from coreval.gaussian.greedy import (
     greedy_entropy,
     greedy_mi,
     greedy_mi_direct,
+    greedy_variance,
     residual_variance,
     set_value,
 )
@@ -83,6 +84,39 @@ def test_mi_pick_maximises_the_mi_gain(rng):
                  for v in rest]
         assert rest[int(np.argmax(gains))] == j
         chosen.append(int(j))
+
+
+def test_variance_pick_maximises_the_explained_variance(rng):
+    """Each pick is the brute-force argmax of the drop of sum_j Var(j | S), computed by solves."""
+    for _ in range(15):
+        n = int(rng.integers(4, 20))
+        cov = _corr(rng, n, rank=int(rng.integers(1, n + 1)), jitter=0.05)
+        cov = cov * np.outer(*(2 * [rng.uniform(0.5, 2, n)]))
+        res = greedy_variance(cov, min(n, 6))
+        chosen: list[int] = []
+        for j, gain in zip(res.selected, res.gains, strict=True):
+            total = sum(_cond_var(cov, v, chosen) for v in range(n) if v not in chosen)
+            rest = [v for v in range(n) if v not in chosen]
+            drops = [total - sum(_cond_var(cov, u, [*chosen, v]) for u in range(n)
+                                 if u not in (*chosen, v)) for v in rest]
+            assert gain == pytest.approx(max(drops), rel=1e-6)
+            assert rest[int(np.argmax(drops))] == j
+            chosen.append(int(j))
+        assert set_value(cov, chosen, "variance") == pytest.approx(
+            np.trace(cov) - total + max(drops), rel=1e-6)
+        assert res.residual_variance[-1] == pytest.approx(
+            residual_variance(cov, chosen, ridge=0.0), rel=1e-6, abs=1e-10)
+
+
+def test_variance_prefers_the_hub_that_entropy_skips():
+    """A column correlated with all others explains most variance; entropy picks a loner."""
+    n = 6
+    cov = np.eye(n)
+    cov[0, 1:4] = cov[1:4, 0] = 0.8  # column 0 predicts 1-3
+    cov[1:4, 1:4] += 0.6 * (1 - np.eye(3))
+    cov[5, 5] = 1.5  # the largest variance, uncorrelated: entropy's first pick
+    assert greedy_entropy(cov, 1).selected[0] == 5
+    assert greedy_variance(cov, 1).selected[0] == 0
 
 
 def test_lazy_entropy_equals_eager(rng):

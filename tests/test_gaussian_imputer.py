@@ -16,6 +16,7 @@ from coreval.selection.gaussian_selector import (
     GaussianEntropySelector,
     GaussianMISelector,
     GaussianRandomSelector,
+    GaussianVarianceSelector,
 )
 
 
@@ -129,7 +130,8 @@ def test_random_selector_reproduces_protocol_seed():
 
 def test_registry_methods():
     for name, cls in (("gauss-entropy", GaussianEntropySelector),
-                      ("gauss-mi", GaussianMISelector), ("gauss-random", GaussianRandomSelector)):
+                      ("gauss-mi", GaussianMISelector), ("gauss-random", GaussianRandomSelector),
+                      ("gauss-variance", GaussianVarianceSelector)):
         method = get_method(name)
         assert method.task == "impute"
         assert isinstance(method.make_selector(4, seed=2, release="prev"), cls)

@@ -326,11 +326,11 @@ def test_bayes_low_rank_imputer_does_not_depend_on_the_batch(bench_source):
 def test_low_rank_methods_are_declared():
     from coreval.methods.registry import get_method
 
-    for name in ("bias-als-mi", "bias-als-entropy", "bias-als-random",
-                 "bayes-lowrank-mi", "bayes-lowrank-random"):
+    for name in ("bias-als-mi", "bias-als-entropy", "bias-als-random", "bias-als-variance",
+                 "bayes-lowrank-mi", "bayes-lowrank-random", "bayes-lowrank-variance"):
         method = get_method(name)
         assert method.task == "impute"
-    assert "lam" in get_method("bias-als-mi").accepted_options()
+    assert {"lam", "fold_in"} <= set(get_method("bias-als-mi").accepted_options())
     assert "df" in get_method("bayes-lowrank-mi").accepted_options()
 
 
@@ -350,6 +350,69 @@ def test_bayes_fold_in_matches_gaussian_conditioning(rng):
     expected = 0.3 + post["c"][0] + np.hstack([np.ones((n, 1)), post["V"][0]]) @ beta
     np.testing.assert_allclose(cond[0, 0], expected, rtol=1e-10)
     assert draws.shape == (1, 1, n)
+
+
+def test_als_fold_in_with_a_row_prior_is_the_augmented_least_squares_solution(rng):
+    """Empirical-Bayes fold-in = least squares with the prior as pseudo-observations."""
+    from coreval.lowrank.als import ALSState
+    from coreval.lowrank.foldin import als_fold_in, als_row_prior
+
+    n_rows, n_cols, r = 30, 8, 2
+    state = ALSState(0.2, rng.normal(0.5, 0.6, n_rows), rng.normal(size=n_cols),
+                     rng.normal(1.0, 0.8, (n_rows, r)), rng.normal(size=(n_cols, r)))
+    z = (state.mu + state.row_bias[:, None] + state.col_bias + state.U @ state.V.T
+         + 0.3 * rng.normal(size=(n_rows, n_cols)))
+    observed = rng.random((n_rows, n_cols)) < 0.7
+    prior = als_row_prior(state, z, observed)
+    beta_rows = np.column_stack([state.row_bias, state.U])
+    np.testing.assert_allclose(prior.mean, beta_rows.mean(axis=0))
+    fit = state.mu + state.row_bias[:, None] + state.col_bias + state.U @ state.V.T
+    assert prior.noise_var == pytest.approx(np.mean((z - fit)[observed] ** 2))
+    cols = np.array([1, 5])
+    z_a = rng.normal(size=(3, 2))
+    got = als_fold_in(z_a, cols, [state], 0.1, [prior])
+    # second implementation: stack [X / s; L^T] beta = [r / s; L^T m] with P = L L^T
+    chol = np.linalg.cholesky(prior.precision)
+    s = np.sqrt(prior.noise_var)
+    X = np.hstack([np.ones((2, 1)), state.V[cols]])
+    for i in range(3):
+        resid = z_a[i] - state.mu - state.col_bias[cols]
+        A = np.vstack([X / s, chol.T])
+        b = np.concatenate([resid / s, chol.T @ prior.mean])
+        beta = np.linalg.lstsq(A, b, rcond=None)[0]
+        want = state.mu + state.col_bias + beta[0] + state.V @ beta[1:]
+        np.testing.assert_allclose(got[i], want, rtol=1e-8, atol=1e-10)
+
+
+def test_row_prior_shrinks_a_sparse_row_and_fades_with_more_cells(rng):
+    """One revealed cell: the prior keeps the row near the known models; many: it fades."""
+    from coreval.lowrank.als import fit_als
+    from coreval.lowrank.foldin import als_fold_in, als_row_prior
+
+    full, _ = simulate(rng, n_rows=80, n_cols=30, noise=0.1, observed=1.0)
+    z = (full - full.mean(axis=0)) / full.std(axis=0)
+    observed = np.ones_like(z, dtype=bool)
+    state = fit_als(z[:70], observed[:70], rank=2, lam=0.1, seed=0)
+    prior = als_row_prior(state, z[:70], observed[:70])
+    one = np.array([3])
+    ridge = als_fold_in(z[70:, one], one, [state], 0.1)
+    shrunk = als_fold_in(z[70:, one], one, [state], 0.1, [prior])
+    typical = state.mu + state.col_bias + prior.mean[0] + state.V @ prior.mean[1:]
+    assert np.abs(shrunk - typical).mean() < np.abs(ridge - typical).mean()
+    assert np.abs(shrunk - z[70:]).mean() < np.abs(ridge - z[70:]).mean()
+    many = np.arange(25)
+    ridge = als_fold_in(z[70:, many], many, [state], 0.1)
+    shrunk = als_fold_in(z[70:, many], many, [state], 0.1, [prior])
+    np.testing.assert_allclose(shrunk, ridge, atol=0.1)
+
+
+def test_low_rank_imputer_rejects_an_unknown_fold_in(bench_source):
+    from coreval.base import Coreset
+    from coreval.prediction.lowrank_imputer import LowRankImputer
+
+    _, source = bench_source
+    with pytest.raises(ValidationError, match="fold_in"):
+        LowRankImputer(fold_in="lasso").fit(source, Coreset.from_indices(source, [1, 4]))
 
 
 def test_greedy_posterior_variance_prefers_informative_observed_probes(rng):

@@ -10,7 +10,8 @@ and factor imputers (:mod:`coreval.prediction`); it knows nothing of either.
 * :mod:`.correlation` — the reference's correlation estimate and its cache-shared form
   (:func:`shared_estimate`, one EM run for a selector and an imputer given one
   :class:`~coreval.base.FitCache`);
-* :mod:`.greedy` — greedy entropy (pivoted Cholesky) and greedy mutual information, costs,
+* :mod:`.greedy` — greedy entropy (pivoted Cholesky), greedy mutual information and greedy
+  variance reduction, costs,
   mandatory benchmarks, lazy greedy;
 * :mod:`.diagnostics` — Shapiro-Wilk with Benjamini-Hochberg, Mardia's test, eigenvalue tail.
 """
@@ -35,6 +36,7 @@ from coreval.gaussian.greedy import (
     greedy_entropy,
     greedy_mi,
     greedy_mi_direct,
+    greedy_variance,
     residual_variance,
     set_value,
 )
@@ -55,6 +57,7 @@ __all__ = [
     "greedy_entropy",
     "greedy_mi",
     "greedy_mi_direct",
+    "greedy_variance",
     "mardia_test",
     "pairwise_covariance",
     "project_psd",

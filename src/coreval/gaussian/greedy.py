@@ -1,4 +1,5 @@
-"""Greedy entropy and mutual-information selection of benchmarks from a covariance matrix.
+"""Greedy entropy, mutual-information and variance-reduction selection of benchmarks from a
+covariance matrix.
 
 Smola, "Submodular Benchmark Selection" (2026): Algorithm 1 (greedy entropy = pivoted
 Cholesky) and Algorithm 2 (greedy mutual information, Krause, Singh & Guestrin 2008), with
@@ -18,6 +19,13 @@ protocol section 5).
   Cholesky updates (``O(k^2 N)``) give the same scores; no inverse is ever downdated (the
   unstable rank-one update the reference avoids), each update is a forward Cholesky step on
   a positive definite matrix.
+* Variance reduction (A-optimal design): the gain of ``v`` is
+  ``sum_u Cov(u, v | S)^2 / Var(v | S)``, how much the total conditional variance
+  ``tr Sigma_{V|S}`` drops when ``v`` is added; the set function is the expected explained
+  variance, ``1 - R^2`` in a correlation matrix's units (Das & Kempe 2008, "Algorithms for
+  subset selection in linear regression"; Krause, Singh & Guestrin 2008, section 2). It is the
+  criterion the imputation R^2 of the protocol measures. The residual covariance
+  ``Sigma - L L^T`` comes from the same pivoted Cholesky (``O(k N^2)`` for k picks).
 * Budgeted selection with per-benchmark costs: the cost-effective greedy rule
   (gain / cost) and the best single benchmark, keeping the better of the two (Krause &
   Guestrin 2005, "A note on the budgeted maximization of submodular functions").
@@ -61,7 +69,7 @@ class GreedyResult:
     residual_variance : ndarray of float
         ``sum_{j not in S} Var(j | S) / tr(Sigma)`` after each pick.
     objective : str
-        ``"entropy"``, ``"mi"`` or ``"random"``.
+        ``"entropy"``, ``"mi"``, ``"variance"`` or ``"random"``.
     rule : str
         ``"greedy"``, ``"lazy"`` (lazy entropy), ``"cost-effective"`` or ``"best-singleton"``
         (budgeted selection).
@@ -179,7 +187,8 @@ class _PivotedCholesky:
 
 
 class _Objective:
-    """Gains of the unselected columns under entropy or MI, updated pick by pick."""
+    """Gains of the unselected columns under entropy, MI or variance reduction, updated
+    pick by pick."""
 
     def __init__(self, cov: np.ndarray, objective: str, k_max: int) -> None:
         self.cov = cov
@@ -188,16 +197,20 @@ class _Objective:
         self.total = float(np.trace(cov))
         if objective == "mi":
             self.prec = _PivotedCholesky(_inverse(cov), k_max)
-        elif objective != "entropy":
-            raise ValidationError(f"objective must be 'entropy' or 'mi', got {objective!r}")
+        elif objective not in ("entropy", "variance"):
+            raise ValidationError(f"objective must be 'entropy', 'mi' or 'variance', got "
+                                  f"{objective!r}")
 
     @property
     def free(self) -> np.ndarray:
         return self.chol.free
 
     def gains(self) -> np.ndarray:
-        """Reference scores: ``log d_v`` (entropy) or ``log d_v + log P_vv`` (MI); -inf used."""
+        """Reference scores: ``log d_v`` (entropy), ``log d_v + log P_vv`` (MI), or the drop
+        of ``tr Sigma_{V|S}`` (variance); -inf for used columns."""
         d = self.chol.d
+        if self.objective == "variance":
+            return np.where(self.free, self._variance_drop(), -np.inf)
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.objective == "entropy":
                 g = np.log(np.maximum(d, _TINY))
@@ -208,10 +221,25 @@ class _Objective:
                              -np.inf)
         return np.where(self.free, g, -np.inf)
 
+    def _variance_drop(self) -> np.ndarray:
+        """``sum_u C_uv^2 / C_vv`` with ``C = Sigma - L L^T`` restricted to the free columns."""
+        t, free = self.chol.t, self.free
+        lmat = self.chol.lmat[:, :t]
+        resid = self.cov - lmat @ lmat.T
+        resid[~free] = 0.0
+        resid[:, ~free] = 0.0
+        diag = np.diag(resid)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(diag > _TINY, (resid**2).sum(axis=0) / np.where(
+                diag > _TINY, diag, 1.0), 0.0)
+
     def objective_gain(self, gains: np.ndarray) -> np.ndarray:
-        """Gain in the set function: entropy ``(log 2 pi e + log d)/2``, MI ``score/2``."""
+        """Gain in the set function: entropy ``(log 2 pi e + log d)/2``, MI ``score/2``,
+        variance the drop itself."""
         if self.objective == "entropy":
             return 0.5 * (_LOG_2PI_E + gains)
+        if self.objective == "variance":
+            return gains
         return 0.5 * gains
 
     def add(self, j: int) -> None:
@@ -386,6 +414,39 @@ def greedy_mi(cov: np.ndarray, k: int, *, mandatory: Sequence[int] = (),
                    budget, tie_tol)
 
 
+def greedy_variance(cov: np.ndarray, k: int, *, mandatory: Sequence[int] = (),
+                    costs: Sequence[float] | np.ndarray | None = None,
+                    budget: float | None = None, tie_tol: float = 0.0) -> GreedyResult:
+    """Greedy variance reduction: the benchmarks that best predict all the others, linearly.
+
+    Picks ``argmax_v sum_u Cov(u, v | S)^2 / Var(v | S)``, the drop of the total conditional
+    variance ``tr Sigma_{V|S}`` (selected columns count with variance 0). On a correlation
+    matrix ``1 - tr Sigma_{V|S} / N`` is the expected imputation R^2 of the unselected
+    benchmarks under the Gaussian model, the quantity the protocol measures, where MI and
+    entropy are proxies for it. The function is not submodular in general; greedy is within
+    a factor set by the submodularity ratio (Das & Kempe 2008, 2011).
+
+    Parameters
+    ----------
+    cov, k, mandatory, costs, budget
+        As in :func:`greedy_entropy`.
+    tie_tol : float
+        Relative tie tolerance (default 0: plain ``argmax``).
+
+    Returns
+    -------
+    GreedyResult
+        ``gains`` are the variance drops.
+
+    References
+    ----------
+    Das, A. & Kempe, D. (2008). Algorithms for subset selection in linear regression. STOC.
+    Das, A. & Kempe, D. (2011). Submodular meets spectral. ICML.
+    """
+    return _greedy(cov, k, "variance", mandatory, None if costs is None else np.asarray(costs),
+                   budget, tie_tol)
+
+
 def greedy_mi_direct(cov: np.ndarray, k: int, *, mandatory: Sequence[int] = ()) -> GreedyResult:
     """Greedy MI with the complement precision refactorised at every step, ``O(k N^3)``.
 
@@ -483,13 +544,14 @@ def _lazy_entropy(cov: np.ndarray, k: int, mandatory: list[int]) -> GreedyResult
 
 # ------------------------------------------------------------------ set values
 def set_value(cov: np.ndarray, subset: Sequence[int] | np.ndarray, objective: str) -> float:
-    """Value of a set: entropy ``1/2 log det(2 pi e Sigma_SS)`` or MI ``I(X_S; X_{V\\S})``.
+    """Value of a set: entropy ``1/2 log det(2 pi e Sigma_SS)``, MI ``I(X_S; X_{V\\S})`` or
+    variance ``tr Sigma - tr Sigma_{V|S}``.
 
     Parameters
     ----------
     cov : ndarray of shape (n, n)
     subset : sequence of int
-    objective : {"entropy", "mi"}
+    objective : {"entropy", "mi", "variance"}
 
     Returns
     -------
@@ -509,6 +571,8 @@ def set_value(cov: np.ndarray, subset: Sequence[int] | np.ndarray, objective: st
 
     if objective == "entropy":
         return 0.5 * (len(idx) * _LOG_2PI_E + logdet(idx))
+    if objective == "variance":
+        return float(np.trace(cov) * (1.0 - residual_variance(cov, idx, ridge=0.0)))
     comp = np.setdiff1d(np.arange(cov.shape[0]), idx)
     return 0.5 * (logdet(idx) + logdet(comp) - logdet(np.arange(cov.shape[0])))
 

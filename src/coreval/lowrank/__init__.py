@@ -8,11 +8,12 @@ mapped back.
 * :mod:`.transform` — per-column logit (percentage columns) or identity (ratings) transform
   and z-score, fitted on training cells, and its inverse;
 * :mod:`.als` — Bias-ALS by alternating ridge regressions (``als_init`` / ``als_step``);
-* :mod:`.bayes` — the same structure as a NumPyro model with priors, fitted by SVI, and its
+* :mod:`.bayes` — the same structure as a NumPyro model with priors, fitted by NUTS or SVI, and its
   posterior predictive;
 * :mod:`.complete` — completion of a native-scale matrix (point, interval, nested conformal
   calibration and nested choice of rank and lambda on held-out training cells);
-* :mod:`.foldin` — a new model's bias and factors from its scores on a few benchmarks;
+* :mod:`.foldin` — a new model's bias and factors from its scores on a few benchmarks (ridge,
+  or the empirical-Bayes posterior under the fitted rows' distribution);
 * :mod:`.probes` — probe benchmarks by greedy expected posterior variance on the completed
   covariance.
 """

@@ -5,7 +5,12 @@ with the column parameters ``(mu, c, V)`` held fixed, and every benchmark is the
 as ``mu + a + c_j + V_j . u``:
 
 * :func:`als_fold_in` — the ridge solve of one Bias-ALS row block (:func:`coreval.lowrank.
-  als.als_step`), averaged over the fitted starts;
+  als.als_step`), averaged over the fitted starts; with ``priors`` (:func:`als_row_prior`)
+  the ridge is replaced by the Gaussian posterior mean of ``(a, u)`` under the empirical
+  distribution of the fitted rows and the fit's residual variance (empirical Bayes,
+  Bishop 2006, Eq. 3.53-3.54). A new row revealing only a few columns then shrinks towards
+  the known models instead of extrapolating along a weakly determined ``V`` (with the
+  fit's lambda, a row of 5 cells and 3 unknowns is nearly unpenalised);
 * :func:`bayes_fold_in` — per posterior draw of the column parameters, the conjugate Gaussian
   posterior of ``beta = (a, u)`` under the prior ``a ~ N(0, s_a^2)``, ``u ~ N(0, I)`` and a
   Gaussian likelihood with the draw's noise scales (Bishop 2006, Eq. 3.53-3.54), one draw of
@@ -16,13 +21,54 @@ as ``mu + a + c_j + V_j . u``:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from coreval.lowrank.als import ALSState
 
 
+class RowPrior(NamedTuple):
+    """Gaussian prior of a new row's ``beta = (a, u)`` and the noise of one fitted start.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (rank + 1,)
+        Mean of the fitted rows' ``(a_i, U_i)``.
+    precision : ndarray of shape (rank + 1, rank + 1)
+        Inverse of their covariance (with a small ridge).
+    noise_var : float
+        Mean squared residual of the fit on its observed cells.
+    """
+
+    mean: np.ndarray
+    precision: np.ndarray
+    noise_var: float
+
+
+def als_row_prior(state: ALSState, z: np.ndarray, observed: np.ndarray,
+                  jitter: float = 1e-6) -> RowPrior:
+    """Empirical prior of a new row from a fitted start: the rows' ``(a, U)`` and residuals.
+
+    Parameters
+    ----------
+    state : ALSState
+        A fitted start.
+    z : ndarray of shape (n_rows, n_cols)
+        The standardised scores it was fitted on.
+    observed : ndarray of bool, same shape
+    jitter : float
+        Added to the covariance's diagonal before inverting.
+    """
+    beta = np.column_stack([state.row_bias, state.U])
+    cov = np.atleast_2d(np.cov(beta, rowvar=False)) + jitter * np.eye(beta.shape[1])
+    fit = state.mu + state.row_bias[:, None] + state.col_bias[None, :] + state.U @ state.V.T
+    noise = float(np.mean((z - fit)[observed] ** 2)) if observed.any() else 1.0
+    return RowPrior(beta.mean(axis=0), np.linalg.inv(cov), max(noise, 1e-6))
+
+
 def als_fold_in(z_a: np.ndarray, cols: np.ndarray, states: list[ALSState],
-                lam: float) -> np.ndarray:
+                lam: float, priors: list[RowPrior] | None = None) -> np.ndarray:
     """Bias-ALS predictions (z-space) of every column for rows observing ``cols``.
 
     Parameters
@@ -33,7 +79,10 @@ def als_fold_in(z_a: np.ndarray, cols: np.ndarray, states: list[ALSState],
     states : list of ALSState
         Fitted starts (:func:`coreval.lowrank.als.complete_als`).
     lam : float
-        Ridge penalty of the fit.
+        Ridge penalty of the fit (used when ``priors`` is None).
+    priors : list of RowPrior, optional
+        One per start (:func:`als_row_prior`): ``beta`` is then the posterior mean
+        ``(X^T X / s^2 + P)^{-1} (X^T r / s^2 + P m)``.
 
     Returns
     -------
@@ -41,11 +90,17 @@ def als_fold_in(z_a: np.ndarray, cols: np.ndarray, states: list[ALSState],
         Mean over starts of ``mu + a + c + V u``.
     """
     out = []
-    for st in states:
+    for i, st in enumerate(states):
         design = np.hstack([np.ones((len(cols), 1)), st.V[cols]])
-        gram = design.T @ design + lam * np.eye(design.shape[1])
         resid = z_a - st.mu - st.col_bias[cols]
-        beta = np.linalg.solve(gram, design.T @ resid.T).T  # (n_rows, r + 1)
+        if priors is None:
+            gram = design.T @ design + lam * np.eye(design.shape[1])
+            rhs = design.T @ resid.T
+        else:
+            pr = priors[i]
+            gram = design.T @ design / pr.noise_var + pr.precision
+            rhs = design.T @ resid.T / pr.noise_var + (pr.precision @ pr.mean)[:, None]
+        beta = np.linalg.solve(gram, rhs).T  # (n_rows, r + 1)
         out.append(st.mu + st.col_bias + beta[:, :1] + beta[:, 1:] @ st.V.T)
     return np.mean(out, axis=0)
 

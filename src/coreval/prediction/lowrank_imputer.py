@@ -5,7 +5,9 @@ predict a new model's unselected benchmarks from its scores on the selected ones
 the new row into the fitted column parameters (:mod:`coreval.lowrank.foldin`):
 
 * :class:`LowRankImputer` — logit Bias-ALS (Zeng & Papailiopoulos 2026; rank 2, lambda 0.1,
-  10 starts); its interval is split conformal on source models held out in
+  10 starts), a new row folded in by its empirical-Bayes posterior mean (``fold_in="prior"``,
+  :func:`coreval.lowrank.foldin.als_row_prior`) or by the fit's ridge (``"ridge"``); its
+  interval is split conformal on source models held out in
   ``calibration_folds`` folds and folded in from their selected benchmarks, as a new model
   would be (``interval="split-conformal"``);
 * :class:`BayesLowRankImputer` — the Bayesian model (:func:`coreval.lowrank.lowrank_model`,
@@ -36,7 +38,9 @@ from coreval.lowrank import (
     forward,
     inverse,
 )
-from coreval.lowrank.foldin import als_fold_in, bayes_fold_in
+from coreval.lowrank.foldin import als_fold_in, als_row_prior, bayes_fold_in
+
+FOLD_INS: tuple[str, ...] = ("prior", "ridge")
 
 
 def _check_level(level: float) -> None:
@@ -86,6 +90,13 @@ class LowRankImputer(Predictor):
         0-1 scale are read as fractions).
     n_iter, n_ensemble : int
         ALS sweeps per start and starts averaged.
+    fold_in : {"prior", "ridge"}
+        How a new model's bias and factors are estimated from its selected benchmarks:
+        ``"prior"``, the posterior mean under the empirical distribution of the source
+        models' ``(a, u)`` and the fit's residual variance; ``"ridge"``, the fit's own ridge
+        ``lam``, tuned for rows of many cells: a row of k = 5 cells and ``rank + 1``
+        unknowns is then barely penalised (``benchmarks/results/benchpress.md`` compares
+        both on MTEB and MERGED).
     level : float
         Nominal coverage of the split-conformal intervals.
     calibration_folds : int
@@ -100,6 +111,8 @@ class LowRankImputer(Predictor):
     transform_ : ColumnTransform
     states_ : list of ALSState
         The fitted starts.
+    priors_ : list of RowPrior or None
+        Their empirical row priors (``fold_in="prior"``).
     half_width_ : float
         Half-width of the interval in the transformed, standardised space.
     columns_ : ndarray of str
@@ -109,13 +122,14 @@ class LowRankImputer(Predictor):
     allows_missing_responses = True
 
     def __init__(self, rank: int = 2, lam: float = 0.1, *, transform: str = "logit",
-                 n_iter: int = 40, n_ensemble: int = 10, level: float = 0.9,
-                 calibration_folds: int = 5, seed: int = 42) -> None:
+                 n_iter: int = 40, n_ensemble: int = 10, fold_in: str = "prior",
+                 level: float = 0.9, calibration_folds: int = 5, seed: int = 42) -> None:
         self.rank = rank
         self.lam = lam
         self.transform = transform
         self.n_iter = n_iter
         self.n_ensemble = n_ensemble
+        self.fold_in = fold_in
         self.level = level
         self.calibration_folds = calibration_folds
         self.seed = seed
@@ -123,6 +137,11 @@ class LowRankImputer(Predictor):
     def _complete(self, z: np.ndarray, observed: np.ndarray, n_ensemble: int) -> list:
         return complete_als(z, observed, rank=self.rank, lam=self.lam, n_iter=self.n_iter,
                             n_ensemble=n_ensemble, seed=self.seed)[1]
+
+    def _priors(self, states: list, z: np.ndarray, observed: np.ndarray) -> list | None:
+        if self.fold_in == "ridge":
+            return None
+        return [als_row_prior(st, z, observed) for st in states]
 
     def _calibrate(self, z: np.ndarray, observed: np.ndarray, sel: np.ndarray) -> float:
         """Conformal half-width from source models folded in out of fold."""
@@ -136,10 +155,12 @@ class LowRankImputer(Predictor):
         for f in range(k):
             test = fold == f
             states = self._complete(z[~test], observed[~test], max(2, self.n_ensemble // 3))
+            priors = self._priors(states, z[~test], observed[~test])
             usable = observed[np.ix_(test, sel)]
             z_t, o_t = z[test], observed[test]
             for rows, cols in _patterns(usable):
-                pred = als_fold_in(z_t[np.ix_(rows, sel[cols])], sel[cols], states, self.lam)
+                pred = als_fold_in(z_t[np.ix_(rows, sel[cols])], sel[cols], states, self.lam,
+                                   priors)
                 other = o_t[rows].copy()
                 other[:, sel] = False
                 resid.append(np.abs(z_t[rows] - pred)[other])
@@ -148,12 +169,15 @@ class LowRankImputer(Predictor):
 
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
         _check_level(self.level)
+        if self.fold_in not in FOLD_INS:
+            raise ValidationError(f"fold_in must be one of {FOLD_INS}, got {self.fold_in!r}")
         ct, observed, z = _z_source(np.asarray(source.values, dtype=np.float64),
                                     self.transform)
         key = ("bias-als", source_fingerprint(source), self.transform, self.rank, self.lam,
                self.n_iter, self.n_ensemble, self.seed)
         self.states_ = get_or_fit(self.cache_, key,
                                   lambda: self._complete(z, observed, self.n_ensemble))
+        self.priors_ = self._priors(self.states_, z, observed)
         self.half_width_ = self._calibrate(z, observed, coreset.indices)
         self.transform_ = ct
         self.columns_ = source.items
@@ -166,7 +190,7 @@ class LowRankImputer(Predictor):
         mean_z = np.full((n_models, n), np.nan)
         for rows, cols in _patterns(usable):
             mean_z[rows] = als_fold_in(z[np.ix_(rows, cols)], sel[cols], self.states_,
-                                       self.lam)
+                                       self.lam, self.priors_)
         mean = inverse(ct, mean_z)
         lower = inverse(ct, mean_z - self.half_width_)
         upper = inverse(ct, mean_z + self.half_width_)

@@ -1,5 +1,6 @@
 """Selectors of Smola, "Submodular Benchmark Selection" (2026): greedy entropy, greedy MI,
-and the protocol's random baseline, on a correlation estimated from the source models.
+and the protocol's random baseline, plus greedy variance reduction (the expected imputation
+R^2 itself), on a correlation estimated from the source models.
 
 ``k`` is the number of benchmarks (columns of a benchmark-level :class:`ScoreMatrix`). The
 correlation is estimated on the source rows only (a fold's training models) with
@@ -22,7 +23,9 @@ from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError, preview
 from coreval.gaussian.correlation import estimate_options, shared_estimate
 from coreval.gaussian.em import PROTOCOL_TOL
-from coreval.gaussian.greedy import GreedyResult, greedy_entropy, greedy_mi
+from coreval.gaussian.greedy import GreedyResult, greedy_entropy, greedy_mi, greedy_variance
+
+_GREEDY = {"entropy": greedy_entropy, "mi": greedy_mi, "variance": greedy_variance}
 
 
 def _positions(source: ScoreMatrix, ids: Sequence[Any], what: str) -> list[int]:
@@ -96,7 +99,7 @@ class _GaussianGreedySelector(Selector):
                    "costs": self._kept_costs(source, est.columns), "budget": self.budget}
         if self.tie_tol is not None:
             options["tie_tol"] = self.tie_tol
-        fn = greedy_entropy if self.objective == "entropy" else greedy_mi
+        fn = _GREEDY[self.objective]
         with threadpool_limits(limits=self.n_threads):  # small matrices: threads only add overhead
             res: GreedyResult = fn(est.correlation, k, **options)
         return Coreset.from_indices(
@@ -159,6 +162,21 @@ class GaussianMISelector(_GaussianGreedySelector):
     objective = "mi"
 
 
+class GaussianVarianceSelector(_GaussianGreedySelector):
+    """Greedy variance reduction on the source correlation: the k benchmarks whose Gaussian
+    conditional explains the most variance of all the others (expected imputation R^2).
+
+    Same parameters as :class:`GaussianEntropySelector`; ``tie_tol`` defaults to 0. See
+    :func:`coreval.gaussian.greedy.greedy_variance`.
+
+    References
+    ----------
+    Das, A. & Kempe, D. (2008). Algorithms for subset selection in linear regression. STOC.
+    """
+
+    objective = "variance"
+
+
 class GaussianRandomSelector(Selector):
     """The protocol's random baseline: ``default_rng((49, seed, 1000)).permutation(N)[:k]``.
 
@@ -200,3 +218,13 @@ class GaussianRandomSelector(Selector):
         perm = rng.permutation(source.n_items)
         return Coreset.from_indices(source, perm[:k], method=type(self).__name__,
                                     objective="random")
+
+
+#: The benchmark selectors by objective, with a one-line description (the methods that pair
+#: them with an imputer are declared from this list).
+GAUSSIAN_SELECTORS: tuple[tuple[str, type[Selector], str], ...] = (
+    ("entropy", GaussianEntropySelector, "greedy entropy (pivoted Cholesky)"),
+    ("mi", GaussianMISelector, "greedy mutual information"),
+    ("variance", GaussianVarianceSelector, "greedy variance reduction"),
+    ("random", GaussianRandomSelector, "random benchmarks (protocol seed)"),
+)
