@@ -193,6 +193,40 @@ def test_bayes_intervals_cover_simulated_cells(rng):
     assert np.median(np.abs(comp.mean - full)[hidden]) < 5.0
 
 
+def test_bayes_row_features_inform_sparse_rows(rng):
+    """A covariate that drives the rows' profile helps rows with one observed cell."""
+    n_rows, n_cols = 40, 12
+    x = rng.integers(0, 2, n_rows).astype(float)  # e.g. a reasoning flag
+    slope = rng.normal(0, 1.5, n_cols)  # its effect differs by benchmark
+    logit = (0.2 + rng.normal(0, 0.3, n_rows)[:, None] + rng.normal(0, 0.8, n_cols)
+             + np.outer(x - 0.5, slope) + rng.normal(0, 0.2, (n_rows, n_cols)))
+    full = 100 / (1 + np.exp(-logit))
+    observed = rng.random(full.shape) < 0.8
+    sparse = np.arange(30, 40)
+    observed[sparse] = False
+    observed[sparse[:, None], rng.permuted(np.tile(np.arange(n_cols), (10, 1)),
+                                           axis=1)[:, :1]] = True
+    values = np.where(observed, full, np.nan)
+    opts = dict(rank=1, num_warmup=100, num_samples=100, max_tree_depth=5, seed=0)
+    plain = complete_bayes(values, **opts)
+    informed = complete_bayes(values, row_features=x, **opts)
+    hidden = ~observed[sparse]
+    err = {name: np.median(np.abs(c.mean[sparse] - full[sparse])[hidden])
+           for name, c in (("plain", plain), ("informed", informed))}
+    assert err["informed"] < 0.7 * err["plain"]
+
+
+def test_bayes_rejects_bad_row_features():
+    values = np.full((4, 3), 50.0)
+    for bad, message in ((np.ones((3, 1)), "one row per model"),
+                         (np.array([0.0, 1.0, np.nan, 1.0]), "NaN"),
+                         (np.column_stack([[0, 1, 0, 1], [2, 2, 2, 2]]), "constant")):
+        with pytest.raises(ValidationError, match=message):
+            complete_bayes(values, row_features=bad)
+    with pytest.raises(ValidationError, match="nuts"):
+        complete_bayes(values, row_features=np.arange(4.0), inference="svi")
+
+
 def test_bayes_rejects_bad_options():
     with pytest.raises(ValidationError, match="calibration"):
         complete_bayes(np.ones((3, 3)), calibration="isotonic")

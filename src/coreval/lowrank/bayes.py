@@ -12,6 +12,13 @@ transformed scores ``z`` (:mod:`coreval.lowrank.transform`):
 (per-benchmark noise with a hierarchical log-normal prior; ``noise="shared"`` uses one
 ``sigma_0`` for every column). This is Bayesian probabilistic matrix factorisation
 (Salakhutdinov & Mnih 2008) with biases (Koren, Bell & Volinsky 2009) and a per-column noise.
+Known covariates of the models (rows) ``x_i`` (standardised; e.g. a reasoning flag, open
+weights, the release date) enter as a regression with per-benchmark coefficients,
+
+    + x_i . B_j,   B_jp ~ N(0, s_b^2),  s_b ~ HalfNormal(0.5),
+
+side information in the manner of Porteous, Asuncion & Welling (2010): it informs rows
+with few observed cells and leaves the factors the variation the covariates do not explain.
 
 Inference is NUTS (:func:`fit_lowrank_nuts`, one chain started at a Bias-ALS fit), or
 stochastic variational inference with numpyro's ``AutoNormal`` guide (one jitted ``lax.scan``
@@ -43,7 +50,7 @@ _RUNNERS: dict[tuple, Any] = {}
 
 
 def lowrank_model(z: Any, mask: Any, rank: int, noise: Noise = "column",
-                  df: float | None = None) -> None:
+                  df: float | None = None, row_features: Any = None) -> None:
     """NumPyro model of bias-decomposed low-rank completion (see the module docstring).
 
     Parameters
@@ -59,6 +66,8 @@ def lowrank_model(z: Any, mask: Any, rank: int, noise: Noise = "column",
     df : float, optional
         Degrees of freedom of a Student-t likelihood (heavier tails than the default normal,
         robust to the occasional cell far off the low-rank surface).
+    row_features : jax array of shape (n_rows, n_features), optional
+        Standardised covariates of the rows, with per-column coefficients ``B``.
 
     References
     ----------
@@ -66,6 +75,8 @@ def lowrank_model(z: Any, mask: Any, rank: int, noise: Noise = "column",
     Markov chain Monte Carlo. ICML.
     Koren, Y., Bell, R. & Volinsky, C. (2009). Matrix factorization techniques for
     recommender systems. IEEE Computer 42(8).
+    Porteous, I., Asuncion, A. & Welling, M. (2010). Bayesian matrix factorization with side
+    information and Dirichlet process mixtures. AAAI.
     """
     import jax.numpy as jnp
     import numpyro
@@ -89,6 +100,12 @@ def lowrank_model(z: Any, mask: Any, rank: int, noise: Noise = "column",
             with numpyro.plate("cols_f", n_cols, dim=-2):
                 v = numpyro.sample("V_raw", dist.Normal(0.0, 1.0))
         loc = loc + u @ (v * s_f).T
+    if row_features is not None:
+        s_b = numpyro.sample("s_b", dist.HalfNormal(0.5))
+        with numpyro.plate("features", row_features.shape[1], dim=-1):
+            with numpyro.plate("cols_b", n_cols, dim=-2):
+                b = numpyro.sample("B_raw", dist.Normal(0.0, 1.0))
+        loc = loc + row_features @ (b * s_b).T
     if noise == "column":
         tau = numpyro.sample("tau", dist.HalfNormal(0.5))
         with numpyro.plate("cols_noise", n_cols, dim=-1):
@@ -253,7 +270,8 @@ def fit_lowrank_posterior(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
 def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
                      noise: Noise = "column", df: float | None = 4.0, num_warmup: int = 300,
                      num_samples: int = 300, max_tree_depth: int = 8,
-                     init: ALSState | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+                     init: ALSState | None = None, row_features: np.ndarray | None = None,
+                     seed: int = 0) -> dict[str, np.ndarray]:
     """NUTS (numpyro) draws of :func:`lowrank_model`: every cell's mean and noise scale.
 
     Averaging over the posterior matters here: the low-rank fit of a sparse matrix has many
@@ -270,8 +288,10 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
     num_warmup, num_samples, max_tree_depth : int
         NUTS settings (one chain).
     init : ALSState, optional
-        Start the chain at a Bias-ALS fit (:func:`start_values`); default numpyro's uniform
-        initialisation.
+        Start the chain at a Bias-ALS fit (:func:`start_values`, covariate coefficients at
+        0); default numpyro's uniform initialisation.
+    row_features : ndarray of shape (n_rows, n_features), optional
+        Standardised covariates of the rows (:func:`lowrank_model`).
     seed : int
         JAX PRNG seed: same seed, same numbers.
 
@@ -296,15 +316,23 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
                               f"and {observed.shape}")
     if df is not None and not df > 0:
         raise ValidationError(f"df must be > 0 (or None for a normal likelihood), got {df!r}")
-    strategy = (init_to_uniform(radius=0.1) if init is None else init_to_value(
-        values={k: jnp.asarray(v, dtype=jnp.float32)
-                for k, v in start_values(init, z, observed).items()}))
+    features = None if row_features is None else jnp.asarray(row_features, dtype=jnp.float32)
+    if init is None:
+        strategy = init_to_uniform(radius=0.1)
+    else:
+        values = start_values(init, z, observed)
+        if features is not None:
+            values.update({"s_b": np.asarray(0.1), "B_raw": np.zeros((z.shape[1],
+                                                                     features.shape[1]))})
+        strategy = init_to_value(values={k: jnp.asarray(v, dtype=jnp.float32)
+                                         for k, v in values.items()})
     kernel = NUTS(lowrank_model, init_strategy=strategy, max_tree_depth=int(max_tree_depth))
     mcmc = MCMC(kernel, num_warmup=int(num_warmup), num_samples=int(num_samples),
                 progress_bar=False)
     mcmc.run(jax.random.PRNGKey(int(seed)), jnp.asarray(np.where(observed, z, 0.0),
                                                         dtype=jnp.float32),
-             jnp.asarray(observed), int(rank), str(noise), df, extra_fields=("diverging",))
+             jnp.asarray(observed), int(rank), str(noise), df, features,
+             extra_fields=("diverging",))
     draws = {k: np.asarray(v, dtype=np.float64) for k, v in mcmc.get_samples().items()}
     n_draws, n_cols = draws["loc"].shape[0], z.shape[1]
     V = (draws["V_raw"] * draws["s_f"][:, None, :] if rank > 0

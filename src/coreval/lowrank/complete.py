@@ -127,16 +127,39 @@ def conformal_factor(y: np.ndarray, center: np.ndarray, half_width: np.ndarray,
     return float(np.quantile(score, q, method="higher"))
 
 
+def standardize_features(row_features: np.ndarray, n_rows: int) -> np.ndarray:
+    """Row covariates as a finite 2-D float array with zero-mean, unit-variance columns.
+
+    Raises a :class:`ValidationError` naming the problem (shape, NaN, a constant column).
+    """
+    x = np.asarray(row_features, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[0] != n_rows:
+        raise ValidationError(f"row_features must have one row per model ({n_rows}), got "
+                              f"shape {np.shape(row_features)}")
+    if not np.isfinite(x).all():
+        raise ValidationError("row_features contains NaN or inf; impute or drop those "
+                              "covariates first")
+    sd = x.std(axis=0)
+    if (sd == 0).any():
+        raise ValidationError(f"row_features columns {np.flatnonzero(sd == 0).tolist()} are "
+                              "constant")
+    return (x - x.mean(axis=0)) / sd
+
+
 def _bayes_z(z: np.ndarray, observed: np.ndarray, *, inference: str, rank: int,
              noise: Noise, df: float | None, guide: Guide, n_steps: int,
              learning_rate: float, num_warmup: int, num_samples: int, max_tree_depth: int,
-             level: float, init: str, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+             level: float, init: str, row_features: np.ndarray | None,
+             seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Posterior mean of the cell means and the predictive median / central interval (z)."""
     start = (fit_als(z, observed, rank=rank, lam=0.1, seed=seed) if init == "als" else None)
     if inference == "nuts":
         post = fit_lowrank_nuts(z, observed, rank=rank, noise=noise, df=df,
                                 num_warmup=num_warmup, num_samples=num_samples,
-                                max_tree_depth=max_tree_depth, init=start, seed=seed)
+                                max_tree_depth=max_tree_depth, init=start,
+                                row_features=row_features, seed=seed)
     else:
         post = fit_lowrank_posterior(z, observed, rank=rank, noise=noise, guide=guide,
                                      n_steps=n_steps, learning_rate=learning_rate,
@@ -155,6 +178,7 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
                    guide: Guide = "normal", n_steps: int = 3000, learning_rate: float = 0.02,
                    level: float = 0.9, calibration: str = "posterior",
                    inner_fraction: float = 1 / 3, init: str = "als",
+                   row_features: np.ndarray | None = None,
                    fractions: bool = False, seed: int = 0) -> Completion:
     """Bayesian low-rank completion with posterior predictive intervals.
 
@@ -184,6 +208,10 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
     init : {"als", "random"}
         Start inference at a Bias-ALS fit (rank ``rank``, lambda 0.1, 40 sweeps) of the same
         cells, or at a small random point.
+    row_features : ndarray of shape (n_models,) or (n_models, n_features), optional
+        Known covariates of the models (e.g. a reasoning flag, open weights, the release
+        date as a number), standardised here and entered with per-benchmark coefficients
+        (:func:`coreval.lowrank.bayes.lowrank_model`); NUTS only.
     fractions : bool
         Columns on a 0-1 scale are percentages / 100
         (:func:`coreval.lowrank.transform.fit_transform`).
@@ -205,9 +233,14 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
     if init not in ("als", "random"):
         raise ValidationError(f"init must be 'als' or 'random', got {init!r}")
     _, ct, observed, z = _prepare(values, transform, fractions)
+    if row_features is not None:
+        if inference != "nuts":
+            raise ValidationError("row_features need inference='nuts'")
+        row_features = standardize_features(row_features, z.shape[0])
     opts = dict(inference=inference, rank=rank, noise=noise, df=df, guide=guide,
                 n_steps=n_steps, learning_rate=learning_rate, num_warmup=num_warmup,
-                num_samples=num_samples, max_tree_depth=max_tree_depth, level=level, init=init)
+                num_samples=num_samples, max_tree_depth=max_tree_depth, level=level, init=init,
+                row_features=row_features)
     mean_z, med_z, lo_z, hi_z = _bayes_z(z, observed, seed=seed, **opts)
     interval = "posterior"
     if calibration == "conformal":
