@@ -29,6 +29,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -64,9 +65,12 @@ AUTHORS = {"medae": 4.629, "medae_mean": 4.576, "range": "4.19–5.06", "pooled"
 DATA_DIR = Path("../shared/data")
 
 
+@functools.lru_cache(maxsize=1)
 def model_features() -> np.ndarray:
     """The models' reasoning flag, open-weights flag and release date (years), by row."""
     info = pd.read_csv(DATA_DIR / "benchpress2026_info" / "models.csv")
+    if list(info["id"]) != list(load_matrix("benchpress2026", data_dir=DATA_DIR).models):
+        raise SystemExit("models.csv rows do not match the matrix rows")
     date = pd.to_datetime(info["release_date"].astype(str), format="mixed")
     years = date.dt.year + (date.dt.dayofyear - 1) / 365.25
     return np.column_stack([info["reasoning"].astype(float), info["open_weights"].astype(float),
@@ -182,6 +186,8 @@ PROBE_COMPLETERS = {
     "als-logit": (lambda tr: complete_bias_als(tr, legacy_rng=True), 1),
     "bayes": (lambda tr: complete_bayes(tr, rank=2, df=4.0), 7),
     "als-logit-g7": (lambda tr: complete_bias_als(tr, legacy_rng=True), 7),
+    "bayes-metadata": (lambda tr: complete_bayes(tr, rank=2, df=4.0,
+                                                 row_features=model_features()), 7),
 }
 
 
@@ -481,8 +487,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--probe-completers", nargs="+",
                         default=["als-logit", "als-logit-g7", "bayes"],
                         choices=list(PROBE_COMPLETERS))
-    parser.add_argument("--temporal-seeds", type=int, nargs=2, default=[10, 3],
-                        metavar=("ALS", "BAYES"), help="seeds per family (0 skips)")
+    parser.add_argument("--temporal-seeds", type=int, nargs=3, default=[10, 3, 3],
+                        metavar=("ALS", "BAYES", "BAYES_METADATA"),
+                        help="seeds per family (0 skips)")
     parser.add_argument("--cache", default=None,
                         help="folder of per-method JSON summaries (reused when present)")
     args = parser.parse_args(argv)
@@ -510,8 +517,8 @@ def main(argv: list[str] | None = None) -> None:
         info = pd.read_csv(data / "benchpress2026_info" / "models.csv")
         if list(info["id"]) != list(matrix.models):
             raise SystemExit("models.csv rows do not match the matrix rows")
-        seeds = {c: n for c, n in zip(("als-logit", "bayes"), args.temporal_seeds,
-                                      strict=True) if n > 0}
+        seeds = {c: n for c, n in zip(("als-logit", "bayes", "bayes-metadata"),
+                                      args.temporal_seeds, strict=True) if n > 0}
         lines += temporal_section(values, list(matrix.models),
                                   list(info["release_date"].astype(str)), 5, seeds, cache)
     if "other" in args.sections:
