@@ -50,6 +50,8 @@ def als_row_prior(state: ALSState, z: np.ndarray, observed: np.ndarray,
                   jitter: float = 1e-6) -> RowPrior:
     """Empirical prior of a new row from a fitted start: the rows' ``(a, U)`` and residuals.
 
+    Rows with no observed cell are left out of the mean and covariance.
+
     Parameters
     ----------
     state : ALSState
@@ -61,6 +63,9 @@ def als_row_prior(state: ALSState, z: np.ndarray, observed: np.ndarray,
         Added to the covariance's diagonal before inverting.
     """
     beta = np.column_stack([state.row_bias, state.U])
+    has = observed.any(axis=1)
+    if has.sum() >= 2:  # rows without cells keep their random start: not evidence
+        beta = beta[has]
     cov = np.atleast_2d(np.cov(beta, rowvar=False)) + jitter * np.eye(beta.shape[1])
     fit = state.mu + state.row_bias[:, None] + state.col_bias[None, :] + state.U @ state.V.T
     noise = float(np.mean((z - fit)[observed] ** 2)) if observed.any() else 1.0
