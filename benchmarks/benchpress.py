@@ -67,14 +67,18 @@ DATA_DIR = Path("../shared/data")
 
 @functools.lru_cache(maxsize=1)
 def model_features() -> np.ndarray:
-    """The models' reasoning flag, open-weights flag and release date (years), by row."""
+    """The models' reasoning flag, open-weights flag and release date (years), by row.
+
+    A missing entry (``open_weights`` of two models) is the column's mean.
+    """
     info = pd.read_csv(DATA_DIR / "benchpress2026_info" / "models.csv")
     if list(info["id"]) != list(load_matrix("benchpress2026", data_dir=DATA_DIR).models):
         raise SystemExit("models.csv rows do not match the matrix rows")
     date = pd.to_datetime(info["release_date"].astype(str), format="mixed")
     years = date.dt.year + (date.dt.dayofyear - 1) / 365.25
-    return np.column_stack([info["reasoning"].astype(float), info["open_weights"].astype(float),
-                            years.to_numpy(dtype=float)])
+    x = np.column_stack([info["reasoning"].astype(float), info["open_weights"].astype(float),
+                         years.to_numpy(dtype=float)])
+    return np.where(np.isnan(x), np.nanmean(x, axis=0), x)  # 2 models lack open_weights
 
 
 def nested_als(train: np.ndarray):
@@ -403,8 +407,9 @@ NOTES = [
     "of one gave no gain on folds 4-9 (median MedAE 4.38 vs 4.36), so the posterior is not "
     "stuck in one mode; averaging the posterior mean with Bias-ALS (0.3 weight) neither "
     "(4.37).",
-    "- `bayes-metadata` adds the three covariates `models.csv` has for every model "
-    "(reasoning flag, open weights, release date), all of them, none chosen by their effect; "
+    "- `bayes-metadata` adds the three covariates `models.csv` has (reasoning flag, open "
+    "weights, release date; the two models without an open-weights entry get the column's "
+    "mean), all of them, none chosen by their effect; "
     "before the 30-fold run it was tried on folds 4-9 only (median MedAE 4.36 → 4.25).",
     "- Where a model reveals only a few scores (probes, new releases) the posterior mean "
     "shrinks its row towards the training models; Bias-ALS (lambda 0.1) extrapolates "
