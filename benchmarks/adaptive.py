@@ -183,6 +183,7 @@ def run_split(name, matrix, seed, args, stored):
     from coreval.adaptive import any_of, max_items, score_width
     from coreval.base import FitCache, resolve_budget
     from coreval.data.splits import make_split
+    from coreval.pipeline import CV_FOLDS, CV_REPEATS
 
     split = make_split(matrix, args.split, seed=seed, n_source=args.n_source)
     source, target = matrix.take(split.source), matrix.take(split.target)
@@ -192,7 +193,8 @@ def run_split(name, matrix, seed, args, stored):
             continue
         k = resolve_budget(budget, matrix.n_items)
         cell = {"dataset": name, "seed": seed, "budget": budget, "k": k,
-                "n_source": source.n_models, "n_target": target.n_models}
+                "n_source": source.n_models, "n_target": target.n_models,
+                "cv": f"{CV_FOLDS}x{CV_REPEATS}"}
         found = [method_row(m, source, target, k, seed, cache)[1] for m in args.static]
         fitted = {}
         for rule in args.rules:
@@ -368,6 +370,25 @@ def plot(table: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
+#: Cross-validation of ``calibration="cv"`` in parts stored before parts recorded it.
+UNRECORDED_CV = ("5 folds (5 × 3 in the openllm_math seed-1 and HELM M = 50 parts), the "
+                 "default when they were run")
+
+
+def cv_note(table: pd.DataFrame) -> str:
+    """Which cross-validation the static ``calibration="cv"`` competitors used, per part."""
+    cv = (table["cv"] if "cv" in table else pd.Series(np.nan, index=table.index)).fillna("")
+    parts = table.assign(cv=cv).groupby(["dataset", "budget", "seed"])["cv"].first()
+    used = []
+    for value, group in parts.groupby(parts):
+        folds, repeats = value.split("x") if value else ("", "")
+        what = (f"{folds} folds × {repeats} repetitions" if value else UNRECORDED_CV)
+        used.append(f"{what}: {len(group)} of the {len(parts)} parts")
+    return ("The static competitors whose interval is `calibration=\"cv\"` (mrmr++, gp-irt) "
+            "ran with " + "; ".join(used) + ". The cross-validation changes their coverage "
+            "column, not their RMSE.")
+
+
 def _cell(value, fmt):
     return "" if pd.isna(value) else format(value, fmt)
 
@@ -394,11 +415,15 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
              "`max exp.` is the largest share of targets an item "
              f"went to. `start sd` and `flips` (Fluid Benchmarking's variance and rank "
              f"flips) are over {args.starts} random starts on the first "
-             f"{args.start_targets} targets; `τ misfit` is the learnt τ (pp).", "",
+             f"{args.start_targets} targets; `τ misfit` is the learnt τ (pp). "
+             + cv_note(table), "",
              f"![RMSE vs items]({os.path.relpath(figure, RESULTS)})", ""]
     summary, widths = [], []
+    seeds_of = table.groupby(["dataset", "budget"], sort=False)["seed"].agg(
+        lambda s: ", ".join(map(str, sorted(set(s)))))
     for (dataset, budget, k), df in mean.groupby(["dataset", "budget", "k"], sort=False):
         lines += [f"## {dataset}, budget {budget:g} (k = {k})", "",
+                  f"Seeds {seeds_of[(dataset, budget)]}.", "",
                   "| method | RMSE (pp) | τ | coverage90 | width90 (pp) | items | seconds "
                   "| max exp. | τ misfit | start sd | flips |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -416,7 +441,8 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
         lines += ["", f"Best adaptive ({best_a['method']}, coverage "
                   f"{best_a['coverage90']:.2f}) / best static ({best_s['method']}) RMSE: "
                   f"**{best_a['rmse_pp'] / best_s['rmse_pp']:.2f}**.", ""]
-        summary.append({"dataset": dataset, "budget": budget, "ratio":
+        summary.append({"dataset": dataset, "budget": budget,
+                        "seeds": seeds_of[(dataset, budget)], "ratio":
                         best_a["rmse_pp"] / best_s["rmse_pp"], "adaptive": best_a["method"],
                         "coverage": best_a["coverage90"], "static": best_s["method"]})
         width = df.set_index("method")
@@ -439,10 +465,10 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
                       f"**{a['items'] / r['items']:.2f}**.", ""]
             widths.append({"dataset": dataset, "score": a, "random": r, "mean": s})
     lines += ["## Summary: best adaptive / best static RMSE", "",
-              "| dataset | budget | ratio | best adaptive (coverage) | best static |",
-              "|---|---|---|---|---|"]
-    lines += [f"| {r['dataset']} | {r['budget']:g} | {r['ratio']:.2f} | {r['adaptive']} "
-              f"({r['coverage']:.2f}) | {r['static']} |" for r in summary]
+              "| dataset | budget | seeds | ratio | best adaptive (coverage) | best static |",
+              "|---|---|---|---|---|---|"]
+    lines += [f"| {r['dataset']} | {r['budget']:g} | {r['seeds']} | {r['ratio']:.2f} | "
+              f"{r['adaptive']} ({r['coverage']:.2f}) | {r['static']} |" for r in summary]
     rmse = mean.pivot_table(index=["dataset", "budget"], columns="method", values="rmse_pp",
                             sort=False)
     if {"cat-score", "cat-fisher"} <= set(rmse.columns):
