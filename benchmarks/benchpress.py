@@ -407,10 +407,16 @@ NOTES = [
     "of one gave no gain on folds 4-9 (median MedAE 4.38 vs 4.36), so the posterior is not "
     "stuck in one mode; averaging the posterior mean with Bias-ALS (0.3 weight) neither "
     "(4.37).",
+    "- Monte Carlo error: NUTS draws depend on the floating-point order of XLA's reductions, "
+    "so the same seed under other XLA threading settings gives other chains; two such runs of "
+    "`bayes` gave a median MedAE over the 30 folds of 4.32 (this table, XLA on one thread) "
+    "and 4.39. Differences between the Bayesian rows below about 0.07 are within that noise.",
     "- `bayes-metadata` adds the three covariates `models.csv` has (reasoning flag, open "
     "weights, release date; the two models without an open-weights entry get the column's "
     "mean), all of them, none chosen by their effect; "
-    "before the 30-fold run it was tried on folds 4-9 only (median MedAE 4.36 → 4.25).",
+    "before the 30-fold run it was tried on folds 4-9 only (median MedAE 4.36 → 4.25). "
+    "Adding the provider (one-hot, the 10 providers with two or more models) made it worse "
+    "there (4.37) and is not used.",
     "- Where a model reveals only a few scores (probes, new releases) the posterior mean "
     "shrinks its row towards the training models; Bias-ALS (lambda 0.1) extrapolates "
     "further, which pays for new releases that beat every older model.",
