@@ -410,7 +410,7 @@ NOTES = [
     "- Monte Carlo error: NUTS draws depend on the floating-point order of XLA's reductions, "
     "so the same seed under other XLA threading settings gives other chains; two such runs of "
     "`bayes` gave a median MedAE over the 30 folds of 4.32 (this table, XLA on one thread) "
-    "and 4.39. Differences between the Bayesian rows below about 0.07 are within that noise.",
+    "and 4.39. Differences smaller than about 0.07 between the Bayesian rows are within that noise.",
     "- `bayes-metadata` adds the three covariates `models.csv` has (reasoning flag, open "
     "weights, release date; the two models without an open-weights entry get the column's "
     "mean), all of them, none chosen by their effect; "
@@ -423,6 +423,12 @@ NOTES = [
     "- Timings were taken on the shared 2-core machine at a load average of about 5 (several "
     "jobs at once), so absolute seconds are inflated; `bayes-conformal` runs two NUTS fits "
     "per fold.",
+    "- `bias-als-variance` on MERGED: one fold (fold 8) has R² -8.1. Greedy variance picks "
+    "`mt_bench/humanities`, which 2 of that fold's training models report; GPT-3.5-Turbo, "
+    "held out, reports only it among the picks, and Bias-ALS (λ 0.1 barely constrains a "
+    "column of 2 cells) predicts its `mt_bench/stem` at 3.7 where both training models have "
+    "9.7 (the Gaussian imputer predicts 9.7). The selectors do not weigh how many models "
+    "report a benchmark; the probe selector of the section above does.",
     "- `als-nested` (rank and lambda chosen on a third of each model's training cells, inside "
     "the fold) is worse than the fixed default here: the inner choice did not transfer.",
     "",
