@@ -426,7 +426,7 @@ NOTES = [
     "- `bias-als-variance` on MERGED: one fold (fold 8) has R² -8.1. Greedy variance picks "
     "`mt_bench/humanities`, which 2 of that fold's training models report; GPT-3.5-Turbo, "
     "held out, reports only it among the picks, and Bias-ALS (λ 0.1 barely constrains a "
-    "column of 2 cells) predicts its `mt_bench/stem` at 3.7 where both training models have "
+    "column of 2 cells) predicts its `mt_bench/stem` at 3.2 where both training models have "
     "9.7 (the Gaussian imputer predicts 9.7). The selectors do not weigh how many models "
     "report a benchmark; the probe selector of the section above does.",
     "- `als-nested` (rank and lambda chosen on a third of each model's training cells, inside "
