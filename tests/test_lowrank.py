@@ -225,6 +225,11 @@ def test_bayes_rejects_bad_row_features():
             complete_bayes(values, row_features=bad)
     with pytest.raises(ValidationError, match="nuts"):
         complete_bayes(values, row_features=np.arange(4.0), inference="svi")
+    from coreval.lowrank.bayes import fit_lowrank_nuts
+
+    with pytest.raises(ValidationError, match="row_features"):
+        fit_lowrank_nuts(np.zeros((4, 3)), np.ones((4, 3), dtype=bool),
+                         row_features=np.ones((3, 1)))
 
 
 def test_bayes_rejects_bad_options():

@@ -21,8 +21,8 @@ protocol section 5).
   a positive definite matrix.
 * Variance reduction (A-optimal design): the gain of ``v`` is
   ``sum_u Cov(u, v | S)^2 / Var(v | S)``, how much the total conditional variance
-  ``tr Sigma_{V|S}`` drops when ``v`` is added; the set function is the expected explained
-  variance, ``1 - R^2`` in a correlation matrix's units (Das & Kempe 2008, "Algorithms for
+  ``tr Sigma_{V|S}`` drops when ``v`` is added; the set function is the explained variance
+  ``tr Sigma - tr Sigma_{V|S}``, ``N R^2`` on a correlation matrix (Das & Kempe 2008, "Algorithms for
   subset selection in linear regression"; Krause, Singh & Guestrin 2008, section 2). It is the
   criterion the imputation R^2 of the protocol measures. The residual covariance
   ``Sigma - L L^T`` comes from the same pivoted Cholesky (``O(k N^2)`` for k picks).

@@ -316,7 +316,13 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
                               f"and {observed.shape}")
     if df is not None and not df > 0:
         raise ValidationError(f"df must be > 0 (or None for a normal likelihood), got {df!r}")
-    features = None if row_features is None else jnp.asarray(row_features, dtype=jnp.float32)
+    features = None
+    if row_features is not None:
+        x = np.asarray(row_features, dtype=np.float64)
+        if x.ndim != 2 or x.shape[0] != z.shape[0] or not np.isfinite(x).all():
+            raise ValidationError(f"row_features must be a finite (n_rows={z.shape[0]}, "
+                                  f"n_features) array, got shape {x.shape}")
+        features = jnp.asarray(x, dtype=jnp.float32)
     if init is None:
         strategy = init_to_uniform(radius=0.1)
     else:
