@@ -41,7 +41,7 @@ import pandas as pd
 
 from _results import provenance, write_markdown
 from coreval.data import load_matrix
-from coreval.gaussian import greedy_entropy, greedy_mi
+from coreval.gaussian import greedy_entropy, greedy_mi, greedy_variance
 from coreval.harness.cells import evaluate_cells, evaluate_probes, read_cell_folds
 from coreval.lowrank import (
     complete_als,
@@ -51,7 +51,7 @@ from coreval.lowrank import (
     forward,
     select_als,
 )
-from coreval.lowrank.probes import completed_covariance, greedy_posterior_variance
+from coreval.lowrank.probes import completed_covariance
 
 FOLD_FILE = "benchpress2026_info/folds_s10_f3_bs42_ms1.json"
 
@@ -202,8 +202,8 @@ def our_probes(values: np.ndarray, k: int, candidates=None) -> dict[str, list[in
     z = np.where(observed, forward(ct, np.where(observed, values, 0.0)), 0.0)
     completed, _ = complete_als(z, observed)
     cov = completed_covariance(completed, z, observed)
-    sets = {"greedy posterior variance": greedy_posterior_variance(cov, observed, k,
-                                                                   candidates=candidates)}
+    sets = {"greedy posterior variance": greedy_variance(
+        cov, k, observed=observed, candidates=candidates).selected.tolist()}
     if candidates is None:
         sets["greedy entropy"] = list(greedy_entropy(cov, k).selected)
         sets["greedy MI"] = list(greedy_mi(cov, k).selected)
@@ -423,12 +423,12 @@ NOTES = [
     "- Timings were taken on the shared 2-core machine at a load average of about 5 (several "
     "jobs at once), so absolute seconds are inflated; `bayes-conformal` runs two NUTS fits "
     "per fold.",
-    "- `bias-als-variance` on MERGED: one fold (fold 8) has R² -8.1. Greedy variance picks "
-    "`mt_bench/humanities`, which 2 of that fold's training models report; GPT-3.5-Turbo, "
-    "held out, reports only it among the picks, and Bias-ALS (λ 0.1 barely constrains a "
-    "column of 2 cells) predicts its `mt_bench/stem` at 3.2 where both training models have "
-    "9.7 (the Gaussian imputer predicts 9.7). The selectors do not weigh how many models "
-    "report a benchmark; the probe selector of the section above does.",
+    "- `bias-als-variance` on MERGED: fold 8 has R² -3.3. GPT-3.5-Turbo's `mt_bench/stem`, "
+    "a benchmark that 2 of the fold's training models report (both 9.7), is predicted at 4.7 "
+    "by Bias-ALS (λ 0.1 barely constrains a column of 2 cells; the real score is 8.7); the "
+    "Gaussian imputer predicts 9.7 from the same picks. Greedy variance weighs how many "
+    "source models report a benchmark (the expected variance over their observation "
+    "patterns); greedy MI and entropy do not.",
     "- `als-nested` (rank and lambda chosen on a third of each model's training cells, inside "
     "the fold) is worse than the fixed default here: the inner choice did not transfer.",
     "",

@@ -108,6 +108,38 @@ def test_variance_pick_maximises_the_explained_variance(rng):
             residual_variance(cov, chosen, ridge=0.0), rel=1e-6, abs=1e-10)
 
 
+def test_variance_with_an_observed_mask_is_the_expected_posterior_variance(rng):
+    """Mask given: each pick minimises sum over rows of the targets' conditional variance
+    given the picks the row has (brute force per row); a full mask gives the plain picks."""
+    n = 9
+    cov = _corr(rng, n, rank=4, jitter=0.1)
+    observed = rng.random((25, n)) < 0.6
+    observed[:, 2] = False
+    observed[:2, 2] = True  # column 2: reported by 2 of 25 rows
+    res = greedy_variance(cov, 4, observed=observed)
+    chosen: list[int] = []
+
+    def expected(picks: list[int]) -> float:
+        total = 0.0
+        for row in observed:
+            given = [p for p in picks if row[p]]
+            total += sum(_cond_var(cov, t, given) for t in np.flatnonzero(row)
+                         if t not in picks)
+        return total
+
+    for j in res.selected:
+        rest = [v for v in range(n) if v not in chosen]
+        values = [expected([*chosen, v]) for v in rest]
+        assert rest[int(np.argmin(values))] == j
+        chosen.append(int(j))
+    full = greedy_variance(cov, 4, observed=np.ones((3, n), dtype=bool))
+    np.testing.assert_array_equal(full.selected, greedy_variance(cov, 4).selected)
+    with pytest.raises(ValidationError, match="costs"):
+        greedy_variance(cov, 2, observed=observed, costs=np.ones(n), budget=2.0)
+    with pytest.raises(ValidationError, match="columns"):
+        greedy_variance(cov, 2, observed=observed[:, :4])
+
+
 def test_variance_prefers_the_hub_that_entropy_skips():
     """A column correlated with all others explains most variance; entropy picks a loner."""
     n = 6

@@ -160,3 +160,19 @@ def test_mteb_fold0_r2_matches_reference(load_shared, anchors_dir):
         row = ref[(ref.dataset == "mteb") & (ref.method == method) & (ref.k == 5)
                   & (ref.fold == 0)]
         assert r2 == pytest.approx(float(row.r2.iloc[0]), abs=1e-4)
+
+
+def test_variance_selector_weighs_how_many_models_report_a_benchmark():
+    """The best predictor, reported by 3 of 80 models, is first on a full matrix only."""
+    rng = np.random.default_rng(3)
+    factor = rng.normal(size=(80, 1))
+    loading = np.full(8, 0.7)
+    loading[0] = 0.99
+    values = factor * loading + rng.normal(size=(80, 8)) * np.sqrt(1 - loading**2)
+    names = dict(models=[f"m{i}" for i in range(80)], items=[f"b{j}" for j in range(8)])
+    full = GaussianVarianceSelector(1).fit(ScoreMatrix(values, **names)).selected_
+    assert list(full) == [0]
+    sparse = values.copy()
+    sparse[3:, 0] = np.nan
+    picked = GaussianVarianceSelector(1).fit(ScoreMatrix(sparse, **names)).selected_
+    assert list(picked) != [0]

@@ -455,7 +455,11 @@ def test_low_rank_imputer_rejects_an_unknown_fold_in(bench_source):
 
 
 def test_greedy_posterior_variance_prefers_informative_observed_probes(rng):
-    from coreval.lowrank.probes import completed_covariance, greedy_posterior_variance
+    from coreval.gaussian.greedy import greedy_variance
+    from coreval.lowrank.probes import completed_covariance
+
+    def probes_of(cov, obs, k, **kw):
+        return greedy_variance(cov, k, observed=obs, **kw).selected.tolist()
 
     _, values = simulate(rng, n_rows=40, n_cols=12, observed=0.9)
     values[5:, 3] = np.nan  # column 3 is almost never observed: a poor probe
@@ -465,11 +469,11 @@ def test_greedy_posterior_variance_prefers_informative_observed_probes(rng):
     completed, _ = complete_als(z, obs, n_ensemble=2)
     cov = completed_covariance(completed, z, obs)
     assert np.allclose(cov, cov.T) and (np.linalg.eigvalsh(cov) > 0).all()
-    probes = greedy_posterior_variance(cov, obs, 3)
+    probes = probes_of(cov, obs, 3)
     assert len(set(probes)) == 3 and 3 not in probes
-    assert greedy_posterior_variance(cov, obs, 2, candidates=[0, 3, 5]) in ([0, 5], [5, 0])
+    assert probes_of(cov, obs, 2, candidates=[0, 3, 5]) in ([0, 5], [5, 0])
     with pytest.raises(ValidationError, match="k must"):
-        greedy_posterior_variance(cov, obs, 0)
+        probes_of(cov, obs, 0)
 
 
 def test_evaluate_probes_counts_revealed_cells_at_zero_error(rng):

@@ -100,6 +100,11 @@ class _GaussianGreedySelector(Selector):
         if self.tie_tol is not None:
             options["tie_tol"] = self.tie_tol
         fn = _GREEDY[self.objective]
+        if self.objective == "variance" and self.costs is None:
+            observed = ~np.isnan(np.asarray(source.values, dtype=np.float64))[:, est.columns]
+            if not observed.all():
+                options["observed"] = observed
+                del options["costs"], options["budget"]
         with threadpool_limits(limits=self.n_threads):  # small matrices: threads only add overhead
             res: GreedyResult = fn(est.correlation, k, **options)
         return Coreset.from_indices(
@@ -166,8 +171,11 @@ class GaussianVarianceSelector(_GaussianGreedySelector):
     """Greedy variance reduction on the source correlation: the k benchmarks whose Gaussian
     conditional explains the most variance of all the others (expected imputation R^2).
 
-    Same parameters as :class:`GaussianEntropySelector`; ``tie_tol`` defaults to 0. See
-    :func:`coreval.gaussian.greedy.greedy_variance`.
+    When the source matrix has missing cells, the variance is the expected one over the
+    source models' observation patterns (each model reveals only the selected benchmarks it
+    reports), so a benchmark few models report counts for little; with ``costs`` the
+    plain criterion is used. Same parameters as :class:`GaussianEntropySelector`;
+    ``tie_tol`` defaults to 0. See :func:`coreval.gaussian.greedy.greedy_variance`.
 
     References
     ----------
