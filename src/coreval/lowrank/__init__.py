@@ -14,8 +14,8 @@ mapped back.
   calibration and nested choice of rank and lambda on held-out training cells);
 * :mod:`.foldin` — a new model's bias and factors from its scores on a few benchmarks (ridge,
   or the empirical-Bayes posterior under the fitted rows' distribution);
-* :mod:`.probes` — probe benchmarks by greedy expected posterior variance on the completed
-  covariance.
+* :mod:`.probes` — the completed covariance that probe benchmarks are chosen on (greedy
+  expected posterior variance, :func:`coreval.gaussian.greedy.greedy_variance`).
 """
 
 from coreval.lowrank.als import ALSState, als_init, als_reconstruct, als_step, complete_als, fit_als
