@@ -382,7 +382,8 @@ def cv_note(table: pd.DataFrame) -> str:
     used = []
     for value, group in parts.groupby(parts):
         folds, repeats = value.split("x") if value else ("", "")
-        what = (f"{folds} folds × {repeats} repetitions" if value else UNRECORDED_CV)
+        what = (f"{folds} folds × {repeats} repetition{'s' if repeats != '1' else ''}"
+                if value else UNRECORDED_CV)
         used.append(f"{what}: {len(group)} of the {len(parts)} parts")
     return ("The static competitors whose interval is `calibration=\"cv\"` (mrmr++, gp-irt) "
             "ran with " + "; ".join(used) + ". The cross-validation changes their coverage "
