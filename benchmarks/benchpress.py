@@ -66,14 +66,21 @@ DATA_DIR = Path("../shared/data")
 
 
 @functools.lru_cache(maxsize=1)
+def model_info() -> pd.DataFrame:
+    """``models.csv``, checked to list the matrix's models in its row order."""
+    info = pd.read_csv(DATA_DIR / "benchpress2026_info" / "models.csv")
+    if list(info["id"]) != list(load_matrix("benchpress2026", data_dir=DATA_DIR).models):
+        raise SystemExit("models.csv rows do not match the matrix rows")
+    return info
+
+
+@functools.lru_cache(maxsize=1)
 def model_features() -> np.ndarray:
     """The models' reasoning flag, open-weights flag and release date (years), by row.
 
     A missing entry (``open_weights`` of two models) is the column's mean.
     """
-    info = pd.read_csv(DATA_DIR / "benchpress2026_info" / "models.csv")
-    if list(info["id"]) != list(load_matrix("benchpress2026", data_dir=DATA_DIR).models):
-        raise SystemExit("models.csv rows do not match the matrix rows")
+    info = model_info()
     date = pd.to_datetime(info["release_date"].astype(str), format="mixed")
     years = date.dt.year + (date.dt.dayofyear - 1) / 365.25
     x = np.column_stack([info["reasoning"].astype(float), info["open_weights"].astype(float),
@@ -537,9 +544,7 @@ def main(argv: list[str] | None = None) -> None:
     if "probes" in args.sections:
         lines += probe_section(values, list(matrix.items), cache, args.probe_completers)
     if "temporal" in args.sections:
-        info = pd.read_csv(data / "benchpress2026_info" / "models.csv")
-        if list(info["id"]) != list(matrix.models):
-            raise SystemExit("models.csv rows do not match the matrix rows")
+        info = model_info()
         seeds = {c: n for c, n in zip(("als-logit", "bayes", "bayes-metadata"),
                                       args.temporal_seeds, strict=True) if n > 0}
         lines += temporal_section(values, list(matrix.models),

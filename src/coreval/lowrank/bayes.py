@@ -179,6 +179,23 @@ def check_bayes_options(rank: int, noise: str, n_steps: int, learning_rate: floa
         raise ValidationError(f"learning_rate must be > 0, got {learning_rate!r}")
 
 
+def check_row_features(row_features: Any, n_rows: int) -> np.ndarray:
+    """Row covariates as a finite float array of shape (n_rows, n_features).
+
+    A 1-D array is one covariate. Raises a :class:`ValidationError` naming the problem.
+    """
+    x = np.asarray(row_features, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[0] != n_rows:
+        raise ValidationError(f"row_features must have one row per model ({n_rows}), got "
+                              f"shape {np.shape(row_features)}")
+    if not np.isfinite(x).all():
+        raise ValidationError("row_features contains NaN or inf; impute or drop those "
+                              "covariates first")
+    return x
+
+
 def start_values(state: ALSState, z: np.ndarray, observed: np.ndarray,
                  pad: int = 0) -> dict[str, np.ndarray]:
     """Values of :func:`lowrank_model`'s sites that reproduce a Bias-ALS fit.
@@ -316,13 +333,8 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
                               f"and {observed.shape}")
     if df is not None and not df > 0:
         raise ValidationError(f"df must be > 0 (or None for a normal likelihood), got {df!r}")
-    features = None
-    if row_features is not None:
-        x = np.asarray(row_features, dtype=np.float64)
-        if x.ndim != 2 or x.shape[0] != z.shape[0] or not np.isfinite(x).all():
-            raise ValidationError(f"row_features must be a finite (n_rows={z.shape[0]}, "
-                                  f"n_features) array, got shape {x.shape}")
-        features = jnp.asarray(x, dtype=jnp.float32)
+    features = (None if row_features is None else jnp.asarray(
+        check_row_features(row_features, z.shape[0]), dtype=jnp.float32))
     if init is None:
         strategy = init_to_uniform(radius=0.1)
     else:

@@ -23,6 +23,7 @@ from coreval.lowrank.als import complete_als, fit_als
 from coreval.lowrank.bayes import (
     Guide,
     Noise,
+    check_row_features,
     fit_lowrank_nuts,
     fit_lowrank_posterior,
     predictive_draws,
@@ -132,15 +133,7 @@ def standardize_features(row_features: np.ndarray, n_rows: int) -> np.ndarray:
 
     Raises a :class:`ValidationError` naming the problem (shape, NaN, a constant column).
     """
-    x = np.asarray(row_features, dtype=np.float64)
-    if x.ndim == 1:
-        x = x[:, None]
-    if x.ndim != 2 or x.shape[0] != n_rows:
-        raise ValidationError(f"row_features must have one row per model ({n_rows}), got "
-                              f"shape {np.shape(row_features)}")
-    if not np.isfinite(x).all():
-        raise ValidationError("row_features contains NaN or inf; impute or drop those "
-                              "covariates first")
+    x = check_row_features(row_features, n_rows)
     sd = x.std(axis=0)
     if (sd == 0).any():
         raise ValidationError(f"row_features columns {np.flatnonzero(sd == 0).tolist()} are "
