@@ -173,6 +173,47 @@ def start_spread(name, source, target, k, seed, cache, starts, n_rows, tau):
     return {"start_sd": 100 * float(est.std(axis=0, ddof=1).mean()), "flips": float(flips)}
 
 
+def width_rows(matrix, source, target, k, seed, cache, args) -> list[dict]:
+    """The width-stopped rows: cat-score, random order through its bank, the sample mean.
+
+    Tests stop at an interval of ``args.width`` or half the bank (at least ``k``).
+    ``cat-random@width`` reads random items through cat-score@width's bank, with the τ
+    learnt for the width stop.
+    """
+    from coreval.adaptive import any_of, max_items, score_width
+
+    cap = max(k, matrix.n_items // 2)
+    fitted, score = method_row("cat-score", source, target, cap, seed, cache,
+                               label="cat-score@width", n_rows=args.width_targets,
+                               width=args.width)
+    stop = any_of(score_width(args.width), max_items(cap))
+    return [score,
+            random_order_row(fitted.predictor.bank_, target, stop, seed, args.width_targets,
+                             "cat-random@width"),
+            sample_mean_width_row(target, args.width, seed, args.width_targets)]
+
+
+def redo_width_rows(name, matrix, seed, args, stored) -> None:
+    """Recompute the width-stopped rows of a stored first-budget part (``--width-only``)."""
+    from coreval._atomic import write_text_atomic
+    from coreval.base import FitCache, resolve_budget
+    from coreval.data.splits import make_split
+
+    part = stored(args.budgets[0])
+    if not part.exists():
+        return
+    rows = json.loads(part.read_text())
+    split = make_split(matrix, args.split, seed=seed, n_source=args.n_source)
+    source, target = matrix.take(split.source), matrix.take(split.target)
+    k = resolve_budget(args.budgets[0], matrix.n_items)
+    cell = {key: rows[0][key] for key in ("dataset", "seed", "budget", "k", "n_source",
+                                          "n_target", "cv") if key in rows[0]}
+    new = width_rows(matrix, source, target, k, seed, FitCache(), args)
+    kept = [r for r in rows if not r["method"].endswith("@width")]
+    write_text_atomic(part, json.dumps(kept + [{**cell, **r} for r in new]))
+    print(f"{name} seed {seed}: width rows redone", flush=True)
+
+
 def run_split(name, matrix, seed, args, stored):
     """Every row of one (dataset, seed): static, adaptive, random order, width, exposure.
 
@@ -180,7 +221,7 @@ def run_split(name, matrix, seed, args, stored):
     skipped, and each is written as soon as it is done.
     """
     from coreval._atomic import write_text_atomic
-    from coreval.adaptive import any_of, max_items, score_width
+    from coreval.adaptive import max_items
     from coreval.base import FitCache, resolve_budget
     from coreval.data.splits import make_split
     from coreval.pipeline import CV_FOLDS, CV_REPEATS
@@ -208,14 +249,7 @@ def run_split(name, matrix, seed, args, stored):
                                     label=f"{rule}+exposure",
                                     max_exposure=args.max_exposure)[1])
         if i == 0 and args.width:
-            cap = max(k, matrix.n_items // 2)
-            found.append(method_row("cat-score", source, target, cap, seed, cache,
-                                    label="cat-score@width", n_rows=args.width_targets,
-                                    width=args.width)[1])
-            found.append(random_order_row(bank, target, any_of(score_width(args.width),
-                                                               max_items(cap)),
-                                          seed, args.width_targets, "cat-random@width"))
-            found.append(sample_mean_width_row(target, args.width, seed, args.width_targets))
+            found += width_rows(matrix, source, target, k, seed, cache, args)
         if args.starts > 1:
             for row in found:
                 if row["method"] in args.start_methods:
@@ -274,6 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tag", default="adaptive",
                         help="results file benchmarks/results/<tag>.md and raw/<tag>/")
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--width-only", action="store_true",
+                        help="recompute only the width-stopped rows of the stored parts of "
+                             "the first budget")
     args = parser.parse_args(argv)
     raw = RESULTS / "raw" / args.tag
     raw.mkdir(parents=True, exist_ok=True)
@@ -284,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
                 def stored(budget, name=name, seed=seed):
                     return raw / f"{name}_{args.split}{args.n_source}_seed{seed}_b{budget:g}.json"
 
+                if args.width_only:
+                    if stored(args.budgets[0]).exists():
+                        if matrix is None:
+                            matrix = load_matrix(name, data_dir=SHARED / "data")
+                        redo_width_rows(name, matrix, seed, args, stored)
+                    continue
                 if all(stored(b).exists() for b in args.budgets):
                     continue
                 if matrix is None:

@@ -387,3 +387,90 @@ def test_misfit_term_scales_with_the_unanswered_share():
     base = score_moments(update(init(bank), ["q0"], y[:1]))[1]
     inflated = score_moments(update(init(replace(bank, tau=0.05)), ["q0"], y[:1]))[1]
     assert inflated - base == pytest.approx((0.05 * 39 / 40) ** 2)
+
+
+def _brute_width_stop(tau, truth, paths, width, z):
+    """Replay a width stop model by model, step by step (second implementation)."""
+    steps, covered = [], []
+    for y, path in zip(truth, paths, strict=True):
+        for n, (mean, var, share) in enumerate(path):
+            total = var + (tau * share) ** 2
+            if 2 * z * np.sqrt(total) <= width or n == len(path) - 1:
+                steps.append(n)
+                covered.append(abs(y - mean) <= z * np.sqrt(total))
+                break
+    return np.array(steps), np.array(covered)
+
+
+def test_width_stop_misfit_replays_the_stop_and_is_the_smallest_covering_tau():
+    """Trajectories of different lengths: the replayed stops match a per-step loop, the
+    chosen τ reaches the conformal rank and the candidate below it does not."""
+    from coreval.adaptive.misfit import N_CANDIDATES, stopped_coverage, width_stop_misfit
+
+    rng = np.random.default_rng(3)
+    n_models, z, width = 60, norm.ppf(0.95), 0.06
+    truth = rng.uniform(0.2, 0.8, n_models)
+    paths = []
+    for y in truth:
+        steps = int(rng.integers(5, 40))
+        share = np.linspace(1.0, 0.3, steps)
+        var = 0.01**2 * share
+        # a misfit that shrinks faster than the share: the estimate converges to the truth
+        mean = y + rng.normal(0, 0.06) * share**2 + rng.normal(0, 0.01, steps) * share
+        paths.append(np.column_stack([mean, var, share]))
+    length = max(len(p) for p in paths)
+    grid = np.full((3, n_models, length), np.nan)
+    for j, p in enumerate(paths):
+        grid[:, j, :len(p)] = p.T
+    for tau in (0.0, 0.02, 0.1, 1.0):
+        got = stopped_coverage(tau, truth, *grid, width=width)
+        want = _brute_width_stop(tau, truth, paths, width, z)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    tau = width_stop_misfit(truth, *grid, width=width)
+    need = int(np.ceil((n_models + 1) * 0.9))
+    assert tau > 0
+    assert _brute_width_stop(tau, truth, paths, width, z)[1].sum() >= need
+    # the smallest covering τ on a fine scan: ours is within one candidate ratio of it
+    scan = np.geomspace(1e-4, 1.0, 4000)
+    first = next(s for s in scan
+                 if _brute_width_stop(s, truth, paths, width, z)[1].sum() >= need)
+    ratio = (scan[-1] / scan[0]) ** (1 / (len(scan) - 1))
+    assert first / ratio <= tau <= first * (1.0 + 20.0 / N_CANDIDATES)
+    with pytest.raises(ValidationError, match="one trajectory row per model"):
+        width_stop_misfit(truth[:-1], *grid, width=width)
+    bad = grid.copy()
+    bad[0, 0, 2] = np.nan  # a gap inside a trajectory
+    with pytest.raises(ValidationError, match="NaN padding"):
+        width_stop_misfit(truth, *bad, width=width)
+
+
+def test_width_stopped_tests_learn_tau_where_they_stop():
+    """With a width stop, τ is learnt from held-out trajectories replayed under each τ:
+    the stops of the final tests are exactly the replayed ones, and they cover."""
+    import coreval
+    from coreval.adaptive.misfit import stopped_coverage
+    from coreval.data import ScoreMatrix
+
+    rng = np.random.default_rng(5)
+    theta = rng.normal(size=(160, 2))
+    a = np.zeros((2, 80))
+    a[0, :40], a[1, 40:] = rng.lognormal(0.3, 0.3, 40), rng.lognormal(0.3, 0.3, 40)
+    p = expit(theta @ a + rng.normal(size=80))
+    m = ScoreMatrix((rng.random(p.shape) < p).astype(float), name="two-abilities")
+    source, target = m.take(np.arange(100)), m.values[100:]
+    truth = m.take(np.arange(100, 160)).summary_scores()
+    fit = {"fit_method": "map", "num_steps": 300, "num_draws": 30}
+    stopped = coreval.select(source, "cat-score", 40, seed=0, width=0.15, **fit)
+    pred = stopped.predict_array(target)
+    assert stopped.predictor.tau_ > 0
+    assert stopped.predictor.items_used_.mean() < 40
+    assert np.mean((pred.lower <= truth) & (truth <= pred.upper)) >= 0.8
+    # the same tests run to the budget with τ = 0, replayed under the learnt τ
+    full = coreval.select(source, "cat-score", 40, seed=0, tau=0.0, **fit)
+    full.predict_array(target)
+    grid = np.full((3, len(truth), full.predictor.bank_.n_items + 1), np.nan)
+    for j, path in enumerate(full.predictor.paths_):
+        grid[:, j, :len(path)] = path.T
+    steps, _ = stopped_coverage(stopped.predictor.tau_, truth, *grid, width=0.15)
+    np.testing.assert_array_equal(steps, stopped.predictor.items_used_)

@@ -678,7 +678,8 @@ def adapt_cmd(
     rule: Annotated[str, typer.Option(help="score (expected reduction of the full score's "
                                       "variance), fisher or kl.")] = "score",
     width: Annotated[float, typer.Option(min=0.0, help="Stop when the interval is at most "
-                                         "this wide (fraction of the full score).")] = 0.04,
+                                         "this wide (fraction of the full score; 0: no "
+                                         "width stop).")] = 0.04,
     max_items: Annotated[int | None, typer.Option(min=1, help="Stop after this many items "
                                                   "(default: 10 % of the bank).")] = None,
     batch: Annotated[int, typer.Option(min=1, help="Items per batch.")] = 1,
@@ -735,13 +736,16 @@ def adapt_cmd(
     if n_max < 1:
         raise CorevalError(f"{responses}: no answers to replay")
     # The bank and its misfit term τ as the harness's cat-* methods make them: τ from
-    # adaptive tests of held-out source models under the same item limit (tau="cv").
+    # adaptive tests of held-out source models under the same stop (tau="cv"; with a
+    # width stop, learnt where those tests stop: coreval.adaptive.misfit).
+    stop_width = width if width > 0 else None
     fitted = fit_pipeline(get_method(f"cat-{rule}"), source, n_max, seed=seed, model=model,
                           fit_method=fit_method, num_steps=num_steps, tau=tau_value,
-                          calibration="native")
+                          width=stop_width, level=level, batch=batch,
+                          randomesque=randomesque, calibration="native")
     bank = fitted.predictor.bank_
-    test = AdaptiveTest(bank, rule=rule, stop=any_of(score_width(width, level),
-                                                      stop_after(n_max)),
+    stops = [stop_after(n_max)] + ([score_width(width, level)] if stop_width else [])
+    test = AdaptiveTest(bank, rule=rule, stop=any_of(*stops),
                         randomesque=randomesque, exposure=exposure, level=level, seed=seed)
     if responses is not None:
         prediction = test.run(lambda items: recorded.loc[items].to_numpy(float), b=batch)

@@ -18,6 +18,8 @@ from coreval.adaptive import (
     max_items,
     score_width,
 )
+from coreval.adaptive.estimate import misfit_sd, score_moments, unasked_share
+from coreval.adaptive.misfit import width_stop_misfit
 from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.base.conformal import conformal_inflation
 from coreval.data.matrix import ScoreMatrix
@@ -30,6 +32,26 @@ def _unasked_shares(predictor: AdaptivePredictor, x: np.ndarray) -> np.ndarray:
     """``ρ`` of each model's test in ``predictor``'s last predict (for ``out_of_fold``)."""
     w = predictor.bank_.weights
     return 1.0 - (predictor.asked_ * w).sum(axis=1) / w.sum()
+
+
+def _moments(state) -> tuple[float, float, float]:
+    """The full score's mean, its variance without the misfit term, and ``ρ``."""
+    mean, variance = score_moments(state)
+    return mean, max(variance - misfit_sd(state) ** 2, 0.0), unasked_share(state)
+
+
+def _padded_paths(predictor: AdaptivePredictor, x: np.ndarray) -> np.ndarray:
+    """The last predict's trajectories as one row per model (for ``out_of_fold``).
+
+    Row ``[means | variances | shares]``, each block ``n_items + 1`` long and NaN after
+    the test's last step.
+    """
+    length = predictor.bank_.n_items + 1
+    out = np.full((len(predictor.paths_), 3 * length), np.nan)
+    for j, path in enumerate(predictor.paths_):
+        for c in range(3):
+            out[j, c * length:c * length + len(path)] = path[:, c]
+    return out
 
 
 class AdaptivePredictor(Predictor):
@@ -66,6 +88,11 @@ class AdaptivePredictor(Predictor):
         their predictive variances with scales ``ρ_m``
         (:func:`coreval.base.conformal.conformal_inflation`): the smallest ``τ²`` whose
         Gaussian ``level`` intervals cover ``level`` of the held-out source models.
+        With ``width``, the stop itself depends on ``τ``: the held-out tests then run to
+        the budget with ``τ = 0`` and ``τ`` is the smallest value whose replayed width
+        stops cover ``level`` of them (:mod:`coreval.adaptive.misfit`), so it is learnt
+        where the tests it is used in stop; the fit then costs as much as held-out tests
+        of the full budget.
     tau_folds : int
         Folds of the source models for ``tau="cv"``.
     irt : IRTFitSpec
@@ -85,6 +112,10 @@ class AdaptivePredictor(Predictor):
         Items each model of the last :meth:`predict` answered.
     asked_ : ndarray of bool, shape (n_models, n_items)
         Which bank items each model of the last :meth:`predict` answered.
+    paths_ : list of ndarray, shape (n_steps + 1, 3)
+        Each test of the last :meth:`predict`: the full score's predicted mean, its
+        variance without the misfit term, and the unanswered share ``ρ``, before the
+        first item and after each batch.
     """
 
     needs_binary = True
@@ -143,6 +174,8 @@ class AdaptivePredictor(Predictor):
         ok = np.flatnonzero(~np.isnan(source.values).any(axis=1))
         if len(ok) < 2:
             return 0.0
+        if self.width is not None:
+            return self._width_misfit(source, ok)
         oof = out_of_fold(source, self.refit_, folds=int(self.tau_folds), seed=self.seed,
                           rows=ok, params={"tau": 0.0}, show_progress=self.show_progress,
                           desc="adaptive misfit folds", collect=_unasked_shares)
@@ -155,6 +188,20 @@ class AdaptivePredictor(Predictor):
         return float(np.sqrt(conformal_inflation(oof.residuals[keep] ** 2,
                                                  oof.variance[keep], self.level,
                                                  scales=shares[keep])))
+
+    def _width_misfit(self, source: ScoreMatrix, rows: np.ndarray) -> float:
+        """``τ`` for the width stop: held-out tests run to the budget with ``τ = 0``, their
+        trajectories replayed under each candidate ``τ``
+        (:func:`coreval.adaptive.misfit.width_stop_misfit`)."""
+        oof = out_of_fold(source, self.refit_, folds=int(self.tau_folds), seed=self.seed,
+                          rows=rows, params={"tau": 0.0, "width": None},
+                          show_progress=self.show_progress, desc="adaptive misfit folds",
+                          collect=_padded_paths)
+        if len(oof.rows) == 0:
+            return 0.0
+        means, variances, shares = np.split(oof.collected, 3, axis=1)
+        return width_stop_misfit(oof.truth, means, variances, shares, width=float(self.width),
+                                 level=self.level)
 
     @property
     def stop_(self):
@@ -169,7 +216,7 @@ class AdaptivePredictor(Predictor):
         return any_of(*stops)
 
     def _predict(self, x: np.ndarray) -> Prediction:
-        means, lowers, uppers, used, draws = [], [], [], [], []
+        means, lowers, uppers, used, draws, paths = [], [], [], [], [], []
         asked = np.zeros(x.shape, dtype=bool)
         ceiling = None if self.max_exposure is None else \
             max(1, int(np.floor(float(self.max_exposure) * len(x) + 1e-9)))
@@ -186,8 +233,13 @@ class AdaptivePredictor(Predictor):
                                 level=self.level, seed=self.seed + j)
             test.stop = any_of(self.stop_, lambda state, n=int(np.count_nonzero(exposure)):
                                state.n_asked >= n)
-            pred = test.run(lambda items, row=row: row[self.bank_.positions(items)],
-                            b=self.batch)
+            path = [_moments(test.state)]
+            while not test.done:
+                items = test.next_items(self.batch)
+                test.answer(items, row[self.bank_.positions(items)])
+                path.append(_moments(test.state))
+            pred = test.estimate()
+            paths.append(np.asarray(path))
             means.append(pred.mean[0])
             lowers.append(pred.lower[0])
             uppers.append(pred.upper[0])
@@ -197,6 +249,7 @@ class AdaptivePredictor(Predictor):
             given[test.state.asked] += 1
         self.items_used_ = np.asarray(used)
         self.asked_ = asked
+        self.paths_ = paths
         return Prediction(mean=np.asarray(means), lower=np.asarray(lowers),
                           upper=np.asarray(uppers), level=self.level, interval="posterior",
                           draws=np.stack(draws, axis=1) if draws else None)
