@@ -13,7 +13,10 @@ through :func:`coreval.pipeline.fit_method` on the split, sharing one fit cache:
   static sample read through the same posterior);
 * ``cat-score@width``, ``cat-random@width`` (first budget only): stopped once the 90 %
   interval of the full score is at most ``--width`` wide (or half the bank answered), on
-  the first ``--width-targets`` targets; ``mean@width``: a random static sample read the
+  the first ``--width-targets`` targets, with τ learnt for that stop
+  (:mod:`coreval.adaptive.misfit`); cat-random@width reads random items through
+  cat-score@width's bank and τ; ``--width-only`` recomputes just these rows of the stored
+  parts; ``mean@width``: a random static sample read the
   classical way (sample mean, Agresti-Coull interval with the finite-population
   correction), asked until its interval is as narrow (:func:`sample_mean_width_row`);
 * ``<rule>+exposure`` (``--exposure-rules``): exposure control with
