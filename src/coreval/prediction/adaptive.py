@@ -29,9 +29,9 @@ from coreval.irt.source_fit import BAYES_FIT, fit_source_irt
 
 
 def _unasked_shares(predictor: AdaptivePredictor, x: np.ndarray) -> np.ndarray:
-    """``ρ`` of each model's test in ``predictor``'s last predict (for ``out_of_fold``)."""
-    w = predictor.bank_.weights
-    return 1.0 - (predictor.asked_ * w).sum(axis=1) / w.sum()
+    """``ρ`` of each model's test in ``predictor``'s last predict (for ``out_of_fold``):
+    the last step of its recorded trajectory."""
+    return np.array([path[-1, 2] for path in predictor.paths_])
 
 
 def _moments(state) -> tuple[float, float, float]:
