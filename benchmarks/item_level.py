@@ -38,7 +38,7 @@ import pandas as pd
 from _results import provenance, write_markdown
 from coreval.data import load_matrix
 from coreval.harness import run_grid
-from coreval.harness.store import to_frame
+from coreval.harness.store import read_results
 from coreval.harness.summary import (
     dataset_sigmas,
     sigma_weighted_summary,
@@ -79,13 +79,7 @@ def _stored_at(raw: Path) -> pd.DataFrame:
     parts = sorted((raw.parent / (raw.name + ".parts")).glob("*.parquet"))
     if not parts:
         raise SystemExit(f"no stored cells under {raw}.parts; run without --report-only first")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from coreval.harness.store import SCHEMA
-
-    tables = [pq.read_table(p).select(SCHEMA.names).cast(SCHEMA) for p in parts]
-    return to_frame(pa.concat_tables(tables))
+    return pd.concat([read_results(p) for p in parts], ignore_index=True)
 
 
 def _md(df: pd.DataFrame, floatfmt: dict[str, str]) -> list[str]:

@@ -206,10 +206,15 @@ class Context:
 
 def fit_predict(source: Any, target: Any, method: str, budget: float, seed: int,
                 **options: Any) -> tuple[Any, Any]:
-    """``coreval.select`` on the source models, prediction for the target models."""
+    """``coreval.select`` on the source models, prediction for the target models.
+
+    The methods run as the papers publish them: their own selector, without the
+    random-coreset check of ``selection="auto"``.
+    """
     import coreval
 
-    fitted = coreval.select(source, method, budget, seed=seed, **options)
+    fitted = coreval.select(source, method, budget, seed=seed,
+                            **{"selection": "method", **options})
     pred = fitted.predict_array(target.values[:, np.asarray(fitted.coreset.indices)])
     return fitted, pred
 

@@ -43,7 +43,7 @@ def test_misspelt_predictor_option_and_bogus_option(matrix):
 
 
 def test_options_reach_the_component_that_owns_them(matrix):
-    fitted = coreval.select(matrix, "mrmr++", 10, degree=3, scheme="mid")
+    fitted = coreval.select(matrix, "mrmr++", 10, degree=3, scheme="mid", selection="method")
     assert fitted.predictor.degree == 3 and fitted.selector.scheme == "mid"
     fitted = coreval.select(matrix, "random", 10, level=0.8)
     assert fitted.predictor.level == 0.8

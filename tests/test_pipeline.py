@@ -6,10 +6,13 @@ import numpy as np
 import pytest
 from sklearn.model_selection import KFold
 
-from coreval.data import make_split, simulate
+from coreval.base import Coreset, Selector
+from coreval.data import ScoreMatrix, make_split, simulate
 from coreval.errors import ValidationError
-from coreval.methods import get_method
-from coreval.pipeline import fit_method
+from coreval.methods import Component, Method, get_method, register_method
+from coreval.pipeline import fit_method, random_is_better
+from coreval.prediction.ridge import KernelRidgePredictor
+from coreval.saved_selection import load_selection, save_selection
 
 
 def _coverage(fitted, target) -> float:
@@ -22,7 +25,8 @@ def test_cv_residuals_equal_a_manual_refit_of_the_whole_pipeline():
     m = simulate(n_models=60, n_items=80, seed=1).matrix
     source = m.take(np.arange(30))
     method = get_method("mrmr+")
-    fitted = fit_method(method, source, 8, seed=2, calibration="cv", folds=5, repeats=2)
+    fitted = fit_method(method, source, 8, seed=2, calibration="cv", folds=5, repeats=2,
+                        selection="method")
     y = source.summary_scores()
     expected = np.empty((2, 30))
     for r, fold_seed in enumerate([2, int(np.random.default_rng(2).integers(0, 2**31 - 1))]):
@@ -62,3 +66,98 @@ def test_calibration_errors():
     for bad in (0, 1.5, True):
         with pytest.raises(ValidationError, match="repeats must be"):
             fit_method(get_method("mrmr+"), m, 5, calibration="cv", repeats=bad)
+
+
+class RelevanceSelector(Selector):
+    """A supervised selector that reads the source scores: the items most (or, with
+    ``worst``, least) correlated with the summary score."""
+
+    def __init__(self, k: int = 10, seed: int = 0, worst: bool = False) -> None:
+        self.k = k
+        self.seed = seed
+        self.worst = worst
+
+    def _select(self, source: ScoreMatrix, k: int) -> Coreset:
+        y = source.summary_scores()
+        relevance = np.abs([np.corrcoef(col, y)[0, 1] if col.std() > 0 else 0.0
+                            for col in source.values.T])
+        order = np.argsort(relevance if self.worst else -relevance, kind="stable")
+        return Coreset.from_indices(source, order[:k], method="relevance", seed=self.seed)
+
+
+register_method(Method("_test-least-relevant++",
+                       Component(RelevanceSelector, fixed={"worst": True}),
+                       Component(KernelRidgePredictor)), replace=True)
+register_method(Method("_test-most-relevant++", Component(RelevanceSelector),
+                       Component(KernelRidgePredictor)), replace=True)
+
+
+@pytest.fixture(scope="module")
+def leaderboard():
+    """A simulated leaderboard whose first 20 items are coin flips (label noise)."""
+    m = simulate(n_models=90, n_items=120, seed=4).matrix
+    values = m.values.copy()
+    values[:, :20] = np.random.default_rng(0).random((90, 20)) < 0.5
+    m = ScoreMatrix(values, models=m.models, items=m.items, name="noisy")
+    split = make_split(m, "random", seed=0, n_source=40)
+    return m.take(split.source), m.take(split.target)
+
+
+def test_auto_selection_replaces_a_harmful_selector_by_the_same_predictor_on_random_items(
+        leaderboard, tmp_path):
+    source, target = leaderboard
+    with pytest.warns(UserWarning, match="random coreset of 12 items predicts held-out"):
+        fitted = fit_method(get_method("_test-least-relevant++"), source, 12, seed=3)
+    assert fitted.selection == "random"
+    assert fitted.selection_rmse["random"] < fitted.selection_rmse["method"]
+    # exactly random++ (random items, kernel ridge) with the same seed
+    reference = fit_method(get_method("random++"), source, 12, seed=3)
+    np.testing.assert_array_equal(fitted.coreset.indices, reference.coreset.indices)
+    x = target.values
+    np.testing.assert_allclose(fitted.predict_array(x[:, fitted.coreset.indices]).mean,
+                               reference.predict_array(x[:, reference.coreset.indices]).mean)
+    kept = fit_method(get_method("_test-least-relevant++"), source, 12, seed=3,
+                      selection="method")
+    assert kept.selection == "method" and kept.selection_rmse is None
+    truth = target.summary_scores()
+    errors = [np.sqrt(np.mean((f.predict_array(x[:, f.coreset.indices]).mean - truth) ** 2))
+              for f in (fitted, kept)]
+    assert errors[0] < errors[1]  # the check helped on the held-out targets too
+    save_selection(fitted, tmp_path / "sel")
+    loaded = load_selection(tmp_path / "sel")
+    assert loaded.selection == "random" and loaded.selection_rmse == fitted.selection_rmse
+    np.testing.assert_allclose(loaded.predict_array(x[:, loaded.coreset.indices]).mean,
+                               fitted.predict_array(x[:, fitted.coreset.indices]).mean)
+
+
+def test_auto_selection_keeps_the_method_when_it_predicts_held_out_sources_better(
+        leaderboard):
+    source, _ = leaderboard
+    fitted = fit_method(get_method("_test-most-relevant++"), source, 12, seed=0, folds=5)
+    scores = fitted.selection_rmse
+    assert set(scores) == {"method", "random"}
+    # the calibration reuses the method's own out-of-fold residuals of the check
+    manual = fit_method(get_method("_test-most-relevant++"), source, 12, seed=0, folds=5,
+                        selection="method", calibration="cv")
+    assert fitted.selection == "method"
+    np.testing.assert_allclose(fitted.cv_residuals, manual.cv_residuals)
+    # a random coreset and a posterior interval are not checked
+    assert fit_method(get_method("random++"), source, 12).selection_rmse is None
+    forced = fit_method(get_method("mrmr++"), source, 12, selection="random")
+    assert forced.selection == "random" and not forced.coreset.uses_source_models
+
+
+def test_selection_errors(leaderboard):
+    source, _ = leaderboard
+    with pytest.raises(ValidationError, match="selection must be one of"):
+        fit_method(get_method("mrmr+"), source, 5, selection="best")
+
+
+def test_random_is_better_is_the_one_standard_error_rule():
+    own = np.array([4.0, 9.0, 1.0, 16.0])
+    # d = (3, 8, 0, 15): mean 6.5, sd 6.56, se 3.28 -> better by two standard errors
+    assert random_is_better(own, np.array([1.0, 1.0, 1.0, 1.0]))
+    # d = (3, 8, 0, -9): mean 0.5 < se 3.6 -> within noise, the method is kept
+    assert not random_is_better(own, np.array([1.0, 1.0, 1.0, 25.0]))
+    assert not random_is_better(own, own)  # equal errors keep the method
+    assert not random_is_better(np.array([5.0]), np.array([0.0]))  # one model: no evidence

@@ -16,14 +16,15 @@ from coreval.base import resolve_budget
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.methods import get_method
-from coreval.pipeline import Calibration, FittedMethod, fit_method
+from coreval.pipeline import Calibration, FittedMethod, Selection, fit_method
 from coreval.saved_selection import load_selection, save_selection
 
 __all__ = ["FittedMethod", "load_selection", "save_selection", "select"]
 
 
 def select(source: ScoreMatrix, method: str = "random++", budget: float = 0.1, *, seed: int = 0,
-           calibration: Calibration = "auto", **options: Any) -> FittedMethod:
+           calibration: Calibration = "auto", selection: Selection = "auto",
+           **options: Any) -> FittedMethod:
     """Choose a coreset with ``method`` and fit its predictor on ``source``.
 
     Parameters
@@ -42,6 +43,12 @@ def select(source: ScoreMatrix, method: str = "random++", budget: float = 0.1, *
         (``"cv"``); ``"auto"`` (default) uses ``"cv"`` where the selector read the
         source scores and the predictor's interval would not account for it (see
         :mod:`coreval.pipeline`).
+    selection : {"auto", "method", "random"}
+        Whose coreset: ``"auto"`` (default) keeps the method's selector unless the same
+        predictor on a random coreset of the same size predicts held-out source models
+        better (then it is used, with a warning; ``FittedMethod.selection`` says which);
+        ``"method"`` always keeps it, ``"random"`` always replaces it (see
+        :mod:`coreval.pipeline`).
     **options
         Method options (e.g. ``degree=3`` for ``mrmr++``).
     """
@@ -51,6 +58,6 @@ def select(source: ScoreMatrix, method: str = "random++", budget: float = 0.1, *
         raise ValidationError(f"select expects a ScoreMatrix or a wide DataFrame, got "
                               f"{type(source).__name__}")
     fitted = fit_method(get_method(method), source, resolve_budget(budget, source.n_items),
-                        seed=seed, calibration=calibration, **options)
+                        seed=seed, calibration=calibration, selection=selection, **options)
     fitted.budget = float(budget)
     return fitted

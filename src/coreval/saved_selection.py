@@ -47,13 +47,13 @@ from coreval.base import Coreset
 from coreval.errors import ValidationError, preview
 from coreval.irt.result import IRTFit
 from coreval.methods import get_method
-from coreval.pipeline import FittedMethod
+from coreval.pipeline import FittedMethod, random_variant
 
 __all__ = ["ALLOWED_PACKAGES", "check_selection_folder", "is_saved_selection",
            "load_selection", "read_manifest", "save_selection"]
 
 FORMAT = "coreval-selection"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "selection.json"
 ARRAYS = "arrays.npz"
 #: Top-level packages whose classes a saved selection may name.
@@ -67,7 +67,7 @@ PICKLE_SUFFIXES: tuple[str, ...] = (".pkl", ".pickle", ".joblib", ".dill")
 _MANIFEST_KEYS = frozenset({
     "format", "format_version", "coreval_version", "method", "options", "seed", "budget",
     "k", "calibration", "clip01", "n_source", "source_items", "cv_residuals", "seconds",
-    "provenance", "coreset", "selector", "predictor"})
+    "provenance", "coreset", "selector", "predictor", "selection", "selection_rmse"})
 
 
 # ---------------------------------------------------------------- encoding
@@ -296,6 +296,7 @@ def save_selection(fitted: FittedMethod, path: str | os.PathLike, *,
             "options": writer.encode(dict(fitted.options), "options"),
             "seed": int(fitted.seed), "budget": fitted.budget, "k": len(fitted.coreset),
             "calibration": fitted.calibration, "clip01": bool(fitted.clip01),
+            "selection": fitted.selection, "selection_rmse": fitted.selection_rmse,
             "n_source": int(fitted.n_source),
             "source_items": writer.encode(
                 None if fitted.source_items is None else np.asarray(fitted.source_items,
@@ -389,6 +390,8 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
         raise ValidationError(f"{path / ARRAYS}: {exc}") from None
     reader = _Reader(path, arrays)
     method = get_method(manifest["method"])
+    if manifest["selection"] == "random":  # selection="auto" put a random coreset in place
+        method = random_variant(method, {})[0]
     try:
         options = reader.decode(manifest["options"])
         selector = reader.estimator(manifest["selector"])
@@ -417,5 +420,7 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
                           cv_residuals=cv_residuals, clip01=bool(manifest["clip01"]),
                           source_items=source_items,
                           n_source=int(manifest["n_source"]), seed=int(manifest["seed"]),
-                          options=options, budget=manifest.get("budget"))
+                          options=options, budget=manifest.get("budget"),
+                          selection=manifest["selection"],
+                          selection_rmse=manifest["selection_rmse"])
     return fitted

@@ -46,6 +46,10 @@ class Predictor(BaseEstimator):
     #: re-run the selection (irt-bayes' misfit term, stacking), so that
     #: ``calibration="auto"`` of :func:`coreval.pipeline.fit_method` keeps it.
     selection_aware_interval: bool = False
+    #: Whether ``selection="auto"`` of :func:`coreval.pipeline.fit_method` compares a
+    #: supervised coreset with a random one under this predictor (the regression
+    #: refits, whose random-coreset pipeline is the papers' random+ / random++).
+    compare_random_coreset: bool = False
 
     def fit(self, source: ScoreMatrix, coreset: Coreset, *, cache: FitCache | None = None,
             refit: FoldRefit | None = None) -> Predictor:

@@ -43,7 +43,7 @@ from coreval.pipeline import check_options, fit_method
 #: Nominal level of the interval columns ``coverage90`` / ``width90``.
 LEVEL = 0.9
 #: Bump when the meaning of a stored cell changes (invalidates old parts).
-CELL_VERSION = 1
+CELL_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -322,7 +322,7 @@ def run_cell(cell: Cell, matrix: ScoreMatrix, method: Method, *,
         "n_target": len(cell.target_rows), "n_skipped": None, "interval": None,
         "uses_source_models": None, "error": cell.k_error, "fold": cell.fold,
         "label": cell.label, "task": method.task, "level": nan, "interval_score90": nan,
-        "n_cells": None, "n_columns": matrix.n_items, "cell": cell.key,
+        "n_cells": None, "n_columns": matrix.n_items, "cell": cell.key, "selection": None,
     }
     if cell.k is None:
         return row
@@ -333,6 +333,7 @@ def run_cell(cell: Cell, matrix: ScoreMatrix, method: Method, *,
                             **cell.options)
         row["seconds_select"] = fitted.seconds["select"]
         row["seconds_fit"] = fitted.seconds["fit"]
+        row["selection"] = fitted.selection
         coreset = fitted.coreset
         row["coreset"] = [str(i) for i in coreset.items]
         row["uses_source_models"] = bool(coreset.uses_source_models)

@@ -46,11 +46,11 @@ SCHEMA = pa.schema([
     ("uses_source_models", pa.bool_()), ("error", pa.string()), ("fold", pa.int64()),
     ("label", pa.string()), ("task", pa.string()), ("level", pa.float64()),
     ("interval_score90", pa.float64()), ("n_cells", pa.int64()), ("n_columns", pa.int64()),
-    ("cell", pa.string()), ("calibration", pa.string()),
+    ("cell", pa.string()), ("calibration", pa.string()), ("selection", pa.string()),
 ])
 
 #: Columns a part written before they existed may lack (read as null).
-_OPTIONAL = ("calibration",)
+_OPTIONAL = ("calibration", "selection")
 
 #: Integer columns that are never null (plain int64 in pandas).
 _DENSE_INT = ("k", "seed", "n_target", "n_columns")

@@ -162,6 +162,8 @@ class RidgePredictor(LooRegressionPredictor):
         ``"jackknife+"``: leave-one-out refits with the chosen λ (not re-selected per fold).
     """
 
+    compare_random_coreset = True
+
     def __init__(self, alphas=None, level: float = 0.9, interval: str = "jackknife+") -> None:
         self.alphas = alphas
         self.level = level
@@ -221,6 +223,8 @@ class KernelRidgePredictor(LooRegressionPredictor):
     interval : {"jackknife+", "none"}
         ``"jackknife+"``: leave-one-out refits with the chosen λ (not re-selected per fold).
     """
+
+    compare_random_coreset = True
 
     def __init__(self, degree: int = 2, coef0: float = 1.0, alphas=None, level: float = 0.9,
                  interval: str = "jackknife+") -> None:
