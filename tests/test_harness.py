@@ -175,6 +175,18 @@ def test_failing_and_oversized_cells_are_recorded_not_raised(tmp_path):
     assert ok["error"].isna().all() and np.isfinite(ok["mae"]).all()
     s = summarize(df)
     assert s.loc[s.method == "_test-fail", "n_failed"].tolist() == [1, 1]
+    assert (ok["selection"] == "method").all() and fail["selection"].isna().all()
+
+
+def test_the_grid_records_whose_coreset_a_method_used(tmp_path):
+    df = run_grid({"toy": _binary(n_items=30)}, ["mrmr+"], [5], n_source=[20], seeds=[0],
+                  split="random", out=tmp_path / "r.parquet", progress=False,
+                  method_options={"mrmr+": {"selection": "random"}})
+    assert df["error"].isna().all()
+    assert df["selection"].tolist() == ["random"] and not df["uses_source_models"].any()
+    with pytest.raises(ValidationError, match="selection must be one of"):
+        run_grid({"toy": _binary()}, ["mrmr+"], [3], seeds=[0], out=tmp_path / "s.parquet",
+                 method_options={"mrmr+": {"selection": "best"}})
 
 
 def test_bad_grid_arguments_raise_one_line_errors(tmp_path):
