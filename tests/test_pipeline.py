@@ -12,6 +12,7 @@ from coreval.errors import ValidationError
 from coreval.methods import Component, Method, get_method, register_method
 from coreval.pipeline import fit_method, random_is_better
 from coreval.prediction.ridge import KernelRidgePredictor
+from coreval.prediction.stacking import StackingPredictor
 from coreval.saved_selection import load_selection, save_selection
 
 
@@ -90,6 +91,12 @@ register_method(Method("_test-least-relevant++",
                        Component(KernelRidgePredictor)), replace=True)
 register_method(Method("_test-most-relevant++", Component(RelevanceSelector),
                        Component(KernelRidgePredictor)), replace=True)
+_FAST_STACK = Component(StackingPredictor, fixed={"components": ("mean", "ridge")})
+register_method(Method("_test-least-relevant-stack",
+                       Component(RelevanceSelector, fixed={"worst": True}), _FAST_STACK),
+                replace=True)
+register_method(Method("_test-most-relevant-stack", Component(RelevanceSelector), _FAST_STACK),
+                replace=True)
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +152,31 @@ def test_auto_selection_keeps_the_method_when_it_predicts_held_out_sources_bette
     assert fit_method(get_method("random++"), source, 12).selection_rmse is None
     forced = fit_method(get_method("mrmr++"), source, 12, selection="random")
     assert forced.selection == "random" and not forced.coreset.uses_source_models
+
+
+def test_auto_selection_of_a_stack_compares_its_own_out_of_fold_residuals(leaderboard):
+    source, target = leaderboard
+    x, truth = target.values, target.summary_scores()
+    with pytest.warns(UserWarning, match="random coreset of 12 items predicts held-out"):
+        fitted = fit_method(get_method("_test-least-relevant-stack"), source, 12, seed=3)
+    published = fit_method(get_method("_test-least-relevant-stack"), source, 12, seed=3,
+                           selection="method")
+    forced = fit_method(get_method("_test-least-relevant-stack"), source, 12, seed=3,
+                        selection="random")
+    assert fitted.selection == "random" and forced.selection == "random"
+    # the comparison is on the stacks' own cross-fitted residuals (5 meta-folds), not a new
+    # out-of-fold run: the method's RMSE is the published stack's out-of-fold RMSE
+    assert fitted.selection_rmse["method"] == pytest.approx(100 * published.predictor.rmse_)
+    assert fitted.selection_rmse["random"] == pytest.approx(100 * forced.predictor.rmse_)
+    np.testing.assert_array_equal(fitted.coreset.indices, forced.coreset.indices)
+    np.testing.assert_allclose(fitted.predict_array(x[:, fitted.coreset.indices]).upper,
+                               forced.predict_array(x[:, forced.coreset.indices]).upper)
+    errors = [np.sqrt(np.mean((f.predict_array(x[:, f.coreset.indices]).mean - truth) ** 2))
+              for f in (fitted, published)]
+    assert errors[0] < errors[1]
+    kept = fit_method(get_method("_test-most-relevant-stack"), source, 12, seed=0)
+    assert kept.selection == "method" and set(kept.selection_rmse) == {"method", "random"}
+    assert kept.calibration == "native"  # the stack's conformal interval is kept
 
 
 def test_selection_errors(leaderboard):

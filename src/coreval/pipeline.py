@@ -56,15 +56,17 @@ squared errors are lower by more than one standard error of the paired differenc
 records it). In ``benchmarks/results/selection_check.md`` (binned split, 30 sources,
 10 %) this brings mrmr++ on sst2 from 2.32× to 1.00× random++'s RMSE, while its
 σ⁻¹-aggregated RMSE on the 8 LLM matrices goes 2.94 → 2.93 pp (6 of 16 splits
-switched) and anchor-points++'s 3.32 → 3.27 pp. It applies to
-the regression refits (``X+``, ``X++``: predictors with ``compare_random_coreset``) of
-selectors that read the source scores, where ``calibration="auto"`` means ``"cv"``.
-IRT predictors are not checked: for gp-irt the out-of-fold comparison was not reliable
-(mrpc, seed 0: it moved to random items and the target RMSE went from 3.89 to 7.16
-pp), and a misfitting IRT model is handled by the IRT fit's own choices. Stacking,
-irt-bayes and the adaptive tests, whose intervals already come from fold fits, and
-random coresets are not checked either. Cost: two out-of-fold runs, one of them the
-calibration's own (reused), the other of the cheaper random-coreset pipeline.
+switched) and anchor-points++'s 3.32 → 3.27 pp. It applies to selectors that read the
+source scores, under predictors with ``compare_random_coreset``: the regression refits
+(``X+``, ``X++``) and stacking (``stack-mrmr`` becomes ``stack-random``). Stacking is
+compared on the cross-fitted out-of-fold residuals its own fit already computes
+(:meth:`coreval.base.Predictor.out_of_fold_residuals`), so its check costs one fit of
+``stack-random``. IRT predictors are not checked: for gp-irt the out-of-fold comparison
+was not reliable (mrpc, seed 0: it moved to random items and the target RMSE went from
+3.89 to 7.16 pp), and a misfitting IRT model is handled by the IRT fit's own choices;
+irt-bayes, the adaptive tests and random coresets are not checked either. Cost for the
+regression refits: two out-of-fold runs, one of them the calibration's own (reused),
+the other of the cheaper random-coreset pipeline.
 ``selection="method"`` keeps the method's selector (as the papers' reproductions do);
 ``"random"`` forces the random coreset.
 """
@@ -357,10 +359,17 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
     t0 = time.perf_counter()
     selector, predictor, refit, select_seconds = _fit_once(method, source, k, seed, cache,
                                                            options)
-    checked = (selection == "auto" and bool(getattr(predictor, "compare_random_coreset", False))
-               and resolve_calibration("auto", method, selector, predictor) == "cv")
+    checked = (selection == "auto" and method.task == "score"
+               and bool(getattr(predictor, "compare_random_coreset", False))
+               and bool(getattr(selector, "uses_source_models", True)))
     first, scores, used = None, None, "random" if selection == "random" else "method"
-    if checked:
+    if checked and predictor.out_of_fold_residuals() is not None:
+        scores, chosen = _check_fitted_selection(method, source, k, seed, cache, options,
+                                                 predictor)
+        if chosen is not None:
+            used = "random"
+            method, options, (selector, predictor, refit, select_seconds) = chosen
+    elif checked:
         first, scores, chosen = _check_selection(method, source, k, seed, cache, options,
                                                  refit, folds, fold_seeds[0])
         if chosen is not None:
@@ -455,17 +464,49 @@ def _check_selection(method: Method, source: ScoreMatrix, k: int, seed: int,
                       f"of the source models ({err}); its own selector is kept unchecked",
                       UserWarning, stacklevel=3)
         return None, None, None
-    common = np.intersect1d(own.rows, alt.rows)
-    squared = {name: result.residuals[np.isin(result.rows, common)] ** 2
-               for name, result in (("method", own), ("random", alt))}
-    scores = {name: 100 * float(np.sqrt(np.mean(sq))) for name, sq in squared.items()}
-    if not random_is_better(squared["method"], squared["random"]):
-        return own, scores, None
-    warnings.warn(f"{method.name}: a random coreset of {k} items predicts held-out source "
-                  f"models better than the method's own ({scores['random']:.2f} vs "
-                  f"{scores['method']:.2f} pp RMSE out of fold), so it is used; "
-                  "selection='method' keeps the method's selector", UserWarning, stacklevel=3)
-    return own, scores, (variant, variant_options, alt)
+    scores, better = _compare_coresets(method.name, k, (own.rows, own.residuals),
+                                       (alt.rows, alt.residuals))
+    return own, scores, (variant, variant_options, alt) if better else None
+
+
+def _check_fitted_selection(method: Method, source: ScoreMatrix, k: int, seed: int,
+                            cache: FitCache, options: dict[str, Any], predictor: Predictor
+                            ) -> tuple[dict[str, float] | None, tuple | None]:
+    """``selection="auto"`` for a predictor that ran its own out-of-fold stage (stacking).
+
+    The :func:`random_variant` is fitted, and the two fits' own out-of-fold residuals
+    (:meth:`coreval.base.Predictor.out_of_fold_residuals`, same folds: same seed) are
+    compared. Returns both RMSEs and, when the random coreset is better,
+    ``(variant, its options, its _fit_once result)``.
+    """
+    variant, variant_options = random_variant(method, options)
+    fitted = _fit_once(variant, source, k, seed, cache, variant_options)
+    alt = fitted[1].out_of_fold_residuals()
+    if alt is None:
+        return None, None
+    scores, better = _compare_coresets(method.name, k, predictor.out_of_fold_residuals(), alt)
+    return scores, (variant, variant_options, fitted) if better else None
+
+
+def _compare_coresets(name: str, k: int, own: tuple[np.ndarray, np.ndarray],
+                      alt: tuple[np.ndarray, np.ndarray]) -> tuple[dict[str, float], bool]:
+    """Both coresets' out-of-fold RMSEs (pp, rows both predicted) and :func:`random_is_better`.
+
+    ``own`` and ``alt`` are ``(rows, residuals)`` of the method and its random variant.
+    Warns when the random coreset is better.
+    """
+    common = np.intersect1d(own[0], alt[0])
+    squared = {label: residuals[np.isin(rows, common)] ** 2
+               for label, (rows, residuals) in (("method", own), ("random", alt))}
+    scores = {label: 100 * float(np.sqrt(np.mean(sq))) for label, sq in squared.items()}
+    better = random_is_better(squared["method"], squared["random"])
+    if better:
+        warnings.warn(f"{name}: a random coreset of {k} items predicts held-out source models "
+                      f"better than the method's own ({scores['random']:.2f} vs "
+                      f"{scores['method']:.2f} pp RMSE out of fold), so it is used; "
+                      "selection='method' keeps the method's selector", UserWarning,
+                      stacklevel=4)
+    return scores, better
 
 def _needs(component: Any) -> int:
     cls = component.cls if hasattr(component, "cls") else component

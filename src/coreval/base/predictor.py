@@ -48,8 +48,20 @@ class Predictor(BaseEstimator):
     selection_aware_interval: bool = False
     #: Whether ``selection="auto"`` of :func:`coreval.pipeline.fit_method` compares a
     #: supervised coreset with a random one under this predictor (the regression
-    #: refits, whose random-coreset pipeline is the papers' random+ / random++).
+    #: refits, whose random-coreset pipeline is the papers' random+ / random++, and
+    #: stacking).
     compare_random_coreset: bool = False
+
+    def out_of_fold_residuals(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(rows, residuals)`` of the whole method on held-out source models, if known.
+
+        A predictor that re-ran the method, selection included, on folds of the source
+        models while fitting (stacking) returns the source rows it predicted and their
+        residuals ``y − ŷ``, so that ``selection="auto"`` of
+        :func:`coreval.pipeline.fit_method` compares coresets without another
+        out-of-fold run. ``None`` (the default) when the fit made no such estimate.
+        """
+        return None
 
     def fit(self, source: ScoreMatrix, coreset: Coreset, *, cache: FitCache | None = None,
             refit: FoldRefit | None = None) -> Predictor:

@@ -139,6 +139,8 @@ class StackingPredictor(Predictor):
     intercept_ : float
     residuals_ : ndarray
         Cross-fitted stacked out-of-fold residuals (the conformal calibration set).
+    oof_rows_ : ndarray of int
+        The source rows those residuals belong to.
     component_rmse_ : dict of str to float
         Each component's out-of-fold RMSE on the source models.
     rmse_ : float
@@ -152,6 +154,9 @@ class StackingPredictor(Predictor):
     """
 
     min_source_models = 6
+    #: mRMR or IRT-anchor coresets are compared with a random one by ``selection="auto"``
+    #: of :func:`coreval.pipeline.fit_method`, on the stack's own out-of-fold residuals.
+    compare_random_coreset = True
 
     def __init__(self, components: tuple[str, ...] | str = "auto", meta: str = "nnls",
                  meta_folds: int = 5, level: float = 0.9, seed: int = 0,
@@ -201,6 +206,7 @@ class StackingPredictor(Predictor):
         n = len(names)
         self.weights_, self.intercept_ = np.full(n, 1.0 / n), 0.0
         self.residuals_ = np.zeros(0)
+        self.oof_rows_ = np.zeros(0, dtype=np.intp)
         self.component_rmse_: dict[str, float] = {}
         self.rmse_ = float("nan")
         if folds == 0:
@@ -217,6 +223,7 @@ class StackingPredictor(Predictor):
                                 for j, name in enumerate(names)}
         self.weights_, self.intercept_ = stack_weights(p, y, self.meta)
         self.residuals_ = self._cross_fitted_residuals(p, y, oof.fold)
+        self.oof_rows_ = oof.rows
         self.rmse_ = float(np.sqrt(np.mean(self.residuals_ ** 2)))
 
     def _cross_fitted_residuals(self, p: np.ndarray, y: np.ndarray, fold: np.ndarray
@@ -234,6 +241,12 @@ class StackingPredictor(Predictor):
                 stacked = np.clip(stacked, 0.0, 1.0)
             resid[held] = y[held] - stacked
         return resid
+
+    def out_of_fold_residuals(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The source rows of the out-of-fold stage and their cross-fitted stacked residuals."""
+        if len(self.residuals_) == 0:
+            return None
+        return self.oof_rows_, self.residuals_
 
     def component_predictions(self, x: np.ndarray) -> np.ndarray:
         """Each component's point prediction, shape ``(n_models, n_components)``."""
