@@ -82,9 +82,9 @@ def test_negative_items_under_positive_prior_warn_and_fail_the_check() -> None:
     predictor, misfit = _fit(matrix, 20, priors="hierarchical", choose_dims=False)
     assert len(misfit) == 1
     message = str(misfit[0].message)
-    assert f"{100 * predictor.cv_rmse_:.2f} pp" in message
+    assert f"{100 * predictor.irt_cv_rmse_:.2f} pp" in message
     assert f"{100 * predictor.ridge_cv_rmse_:.2f} pp" in message
-    assert predictor.cv_rmse_ > predictor.ridge_cv_rmse_
+    assert predictor.irt_cv_rmse_ > predictor.ridge_cv_rmse_
     assert predictor.ppc_.pvalue < 0.05
     assert predictor.ppc_.outside_share > 0.25
     assert predictor.ppc_.negative_share > 0.2

@@ -18,7 +18,10 @@ The point prediction is the posterior predictive mean
 ``Σ_C w_i y_i + Σ_{i∉C} w_i E[p_i]``; the interval is the equal-tailed credible
 interval of the simulated ``S``. By default (``misfit="cv"``) a score-level
 ``N(0, τ²)`` term, ``τ`` estimated out of fold on the source models with the
-coreset re-selected per fold, is added to the draws (see :class:`IRTBayesPredictor`).
+coreset re-selected per fold, is added to the draws, and (``blend="cv"``) the IRT
+prediction of the unseen items' mean is combined with the coreset's own mean by
+precision weights whose prior variance is chosen on the same out-of-fold predictions
+(:func:`blend_weight`; see :class:`IRTBayesPredictor`).
 
 References
 ----------
@@ -48,6 +51,8 @@ from coreval.irt.source_fit import BAYES_FIT, fit_source_irt
 
 #: Accepted values of ``IRTBayesPredictor(misfit=...)``.
 MISFIT_MODES: tuple[str, ...] = ("cv", "in-sample", "none")
+#: Accepted values of ``IRTBayesPredictor(blend=...)``.
+BLENDS: tuple[str, ...] = ("cv", "none")
 
 #: Replicated source matrices of the posterior predictive check (at most).
 PPC_REPLICATES = 100
@@ -141,6 +146,64 @@ def ridge_loo_errors(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.sqrt(np.asarray(model.cv_results_)[:, column])
 
 
+#: Candidate values of the blend's prior variance ``τ_U²`` (fractions²): none, a grid from
+#: (0.1 pp)² to (30 pp)², and ``inf`` (the coreset mean alone).
+BLEND_TAU2 = np.concatenate([[0.0], np.geomspace(1e-6, 0.09, 25), [np.inf]])
+
+
+def blend_weight(tau2: float, v: np.ndarray) -> np.ndarray:
+    """``λ = τ² / (τ² + v)``: the coreset mean's weight in the unseen items' mean.
+
+    The posterior mean of a normal mean ``μ_U ~ N(p̂_U, τ²)`` (the IRT prediction of the
+    unseen items' mean, with a model-level misfit ``τ²``) given one observation
+    ``ȳ_C ~ N(μ_U, v)`` (the coreset mean, a random sample of the items) is
+    ``p̂_U + λ (ȳ_C − p̂_U)``: precision weighting (Gelman et al. 2013, *Bayesian Data
+    Analysis*, 3rd ed., section 2.5). gp-IRT's ``λ = b² / (b² + v)`` (Polo et al. 2024)
+    has the same form, with the misfit ``b`` from one validation fit.
+    """
+    v = np.asarray(v, dtype=float)
+    if np.isinf(tau2):
+        return np.ones_like(v)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(tau2 + v > 0, tau2 / np.where(tau2 + v > 0, tau2 + v, 1.0), 0.0)
+
+
+def blend_shift(mean: np.ndarray, parts: np.ndarray, tau2: float) -> np.ndarray:
+    """The blend's change to the full-score prediction, ``W_U λ (ȳ_C − p̂_U)``.
+
+    Parameters
+    ----------
+    mean : ndarray (n,)
+        Full-score predictions without the blend, ``Σ_C w_i y_i + W_U p̂_U``.
+    parts : ndarray (n, 4)
+        Per model ``Σ_C w_i y_i``, the coreset mean ``ȳ_C``, ``W_U = Σ_{i∉C} w_i`` and
+        ``f = Σ_C ŵ_i² (1 − k/N)`` (:meth:`IRTBayesPredictor.blend_parts`); the coreset
+        mean's sampling variance is ``v = s (1 − s) f`` with ``s`` the predicted score
+        (the largest variance of a score in [0, 1] with that mean; a binary score's
+        exactly).
+    tau2 : float
+        ``τ_U²`` (0: no blend).
+    """
+    observed, ybar, w_unseen, f = (np.asarray(parts, dtype=float)[:, j] for j in range(4))
+    if tau2 == 0.0:
+        return np.zeros_like(mean)
+    safe = np.where(w_unseen > 0, w_unseen, 1.0)
+    gap = ybar - (mean - observed) / safe
+    s = np.clip(mean, 0.0, 1.0)
+    return np.where(w_unseen > 0, w_unseen * blend_weight(tau2, s * (1.0 - s) * f) * gap, 0.0)
+
+
+def choose_blend(residuals: np.ndarray, mean: np.ndarray, parts: np.ndarray) -> float:
+    """The ``τ_U²`` of :data:`BLEND_TAU2` whose blend minimises the squared out-of-fold errors.
+
+    ``residuals`` = ``y − mean`` of held-out source models; ties go to the smaller
+    ``τ_U²`` (less blending). One number chosen on the source models' held-out
+    predictions, inside the run (empirical Bayes by cross-validation).
+    """
+    losses = [float(np.sum((residuals - blend_shift(mean, parts, t)) ** 2)) for t in BLEND_TAU2]
+    return float(BLEND_TAU2[int(np.argmin(losses))])
+
+
 class IRTBayesPredictor(Predictor):
     """Bayesian IRT posterior predictive of the full benchmark score.
 
@@ -167,6 +230,20 @@ class IRTBayesPredictor(Predictor):
         ``"cv"``.
     misfit_folds : int
         Folds of the source models for ``misfit="cv"``.
+    blend : {"cv", "none"}
+        ``"cv"`` (default, with ``misfit="cv"``): the IRT prediction of the unseen items'
+        mean ``p̂_U`` is combined with the coreset's own mean ``ȳ_C`` (weighted by the
+        coreset weights, e.g. anchor cluster shares), ``p̂_U + λ (ȳ_C − p̂_U)`` with
+        ``λ = τ_U² / (τ_U² + v)`` (:func:`blend_weight`): a model-level misfit of the
+        IRT model, ``μ_U ~ N(p̂_U, τ_U²)``, updated by the coreset mean as a sample of
+        the items, whose variance ``v`` shrinks as the coreset grows. ``τ_U²`` is
+        chosen on the same out-of-fold predictions as ``τ`` (:func:`choose_blend`;
+        ``0`` keeps the IRT prediction, ``inf`` is the coreset mean), before ``τ`` is
+        calibrated on the blended residuals; the draws are shifted by the blend. This
+        is what makes the misfit term learn how far the benchmark departs from the
+        model where the departure is systematic, as gp-IRT's ``λ`` does (Polo et al.
+        2024). A coreset that is not a sample of the items (Fisher) gets ``τ_U² = 0``
+        when the coreset mean misleads. ``"none"``: no blend.
     level : float
         Nominal coverage of the credible interval.
     ability_method : {"eap", "nuts", "map"}
@@ -207,6 +284,8 @@ class IRTBayesPredictor(Predictor):
     ----------
     tau_ : float
         Score-level misfit standard deviation (0 when ``misfit=False``).
+    blend_tau2_ : float
+        The blend's ``τ_U²`` (0: none; ``inf``: the coreset mean).
     ppc_ : PosteriorPredictiveCheck or None
         Posterior predictive check of the item-total correlations on the source
         models (logistic models with ``check=True``; else None).
@@ -216,11 +295,13 @@ class IRTBayesPredictor(Predictor):
         Out-of-fold RMSE per latent dimension tried (``choose_dims``; else None).
     cv_rmse_ : float or None
         Out-of-fold RMSE of the predicted full scores of the source models
-        (``misfit="cv"``; else None).
+        (``misfit="cv"``; else None), the blend included.
+    irt_cv_rmse_ : float or None
+        The same without the blend: the IRT model's own out-of-fold RMSE.
     ridge_cv_rmse_ : float or None
         Leave-one-out RMSE of a ridge regression of the same source models' full
         scores on their coreset responses (:func:`ridge_loo_errors`), for the same
-        models as ``cv_rmse_``. When ``cv_rmse_`` exceeds it the fit warns
+        models as ``cv_rmse_``. When ``irt_cv_rmse_`` exceeds it the fit warns
         (``UserWarning``): the IRT model then predicts the benchmark worse than a
         linear map of the coreset answers (random++'s predictor), a sign that the
         data are not the unidimensional IRT data the model assumes (e.g. items that
@@ -252,13 +333,15 @@ class IRTBayesPredictor(Predictor):
         return get_spec(self.irt.model).logistic
 
     def __init__(self, *, irt: IRTFitSpec = BAYES_FIT, noise: bool = True,
-                 misfit: str | bool = "cv", misfit_folds: int = 5, level: float = 0.9,
-                 ability_method: str = "eap", seed: int = 0, check: bool = True,
-                 choose_dims: bool = True, show_progress: bool | None = None) -> None:
+                 misfit: str | bool = "cv", misfit_folds: int = 5, blend: str = "cv",
+                 level: float = 0.9, ability_method: str = "eap", seed: int = 0,
+                 check: bool = True, choose_dims: bool = True,
+                 show_progress: bool | None = None) -> None:
         self.irt = irt
         self.noise = noise
         self.misfit = misfit
         self.misfit_folds = misfit_folds
+        self.blend = blend
         self.level = level
         self.ability_method = ability_method
         self.seed = seed
@@ -272,6 +355,8 @@ class IRTBayesPredictor(Predictor):
         if self.irt.num_draws < 2:
             raise ValidationError(f"num_draws must be at least 2, got {self.irt.num_draws}")
         mode = self._misfit_mode()  # validate before the (slow) fit
+        if self.blend not in BLENDS:
+            raise ValidationError(f"blend must be one of {BLENDS}, got {self.blend!r}")
         from coreval.irt.spec import get_spec
 
         spec = get_spec(self.irt.model)  # raises for an unknown model, naming the known ones
@@ -288,12 +373,13 @@ class IRTBayesPredictor(Predictor):
         self.dims_cv_rmse_ = dims_cv
         self.ppc_ = (self._posterior_predictive_check(source)
                      if self.check and self.logistic_ else None)
-        if self.ridge_cv_rmse_ is not None and self.cv_rmse_ > self.ridge_cv_rmse_:
+        if self.ridge_cv_rmse_ is not None and self.irt_cv_rmse_ > self.ridge_cv_rmse_:
             warnings.warn(
                 f"irt-bayes: the {self.irt_spec_.model!r} IRT model (dims="
                 f"{self.irt_spec_.dims}, priors={self.irt_spec_.priors!r}) fits the source "
                 f"models worse than a ridge regression on the same coreset (out-of-fold RMSE "
-                f"{100 * self.cv_rmse_:.2f} pp vs {100 * self.ridge_cv_rmse_:.2f} pp); its "
+                f"{100 * self.irt_cv_rmse_:.2f} pp vs {100 * self.ridge_cv_rmse_:.2f} pp; "
+                f"{100 * self.cv_rmse_:.2f} pp after the coreset-mean blend); its "
                 "predictions and intervals rest on a model the data contradict (see ppc_), "
                 "consider random++", UserWarning, stacklevel=3)
 
@@ -465,8 +551,8 @@ class IRTBayesPredictor(Predictor):
         mode = self._misfit_mode()
         x = source.values[:, self.coreset_.indices]
         ok = np.flatnonzero(~np.isnan(x).any(axis=1))
-        self.tau_ = 0.0
-        self.cv_rmse_ = self.ridge_cv_rmse_ = None
+        self.tau_ = self.blend_tau2_ = 0.0
+        self.cv_rmse_ = self.irt_cv_rmse_ = self.ridge_cv_rmse_ = None
         if mode == "none" or len(ok) < 2:
             return
         truth = source.summary_scores()
@@ -474,8 +560,14 @@ class IRTBayesPredictor(Predictor):
             mean, draws = self._simulate(x[ok], np.random.default_rng(self.seed))
             resid2, var = (truth[ok] - mean) ** 2, draws.var(axis=0)
         else:
-            resid2, var, rows = self._out_of_fold(source, ok)
+            resid, var, rows, oof = self._out_of_fold(source, ok)
+            irt_rmse = float(np.sqrt(np.mean(resid ** 2)))
+            if self.blend == "cv" and len(rows) >= 3:
+                self.blend_tau2_ = choose_blend(resid, oof.mean, oof.collected)
+                resid = resid - blend_shift(oof.mean, oof.collected, self.blend_tau2_)
+            resid2 = resid ** 2
             if len(rows) >= 3:
+                self.irt_cv_rmse_ = irt_rmse
                 self.cv_rmse_ = float(np.sqrt(np.mean(resid2)))
                 if self.check:
                     ridge = ridge_loo_errors(x[rows], truth[rows])
@@ -546,10 +638,27 @@ class IRTBayesPredictor(Predictor):
         params = {"irt": self.irt_spec_, "misfit": "none", "check": False, "choose_dims": False}
         oof = out_of_fold(source, self.refit_, folds=int(self.misfit_folds), seed=self.seed,
                           rows=ok, complete_only=True, params=params,
-                          show_progress=self.show_progress, desc="irt-bayes misfit folds")
+                          show_progress=self.show_progress, desc="irt-bayes misfit folds",
+                          collect=lambda fold_predictor, x: fold_predictor.blend_parts(x))
         if len(oof.rows) == 0:
-            return np.zeros(1), np.zeros(1), np.zeros(0, dtype=np.intp)
-        return oof.residuals ** 2, oof.variance, np.asarray(oof.rows)
+            return np.zeros(1), np.zeros(1), np.zeros(0, dtype=np.intp), oof
+        return oof.residuals, oof.variance, np.asarray(oof.rows), oof
+
+    def blend_parts(self, x: np.ndarray) -> np.ndarray:
+        """Per model: ``Σ_C w_i y_i``, the coreset mean ``ȳ_C``, ``W_U`` and ``f``.
+
+        The inputs of :func:`blend_shift` for responses ``x`` on this predictor's
+        coreset: ``ȳ_C`` uses the coreset weights (uniform without), and
+        ``f = Σ_C ŵ_i² (1 − k/N)`` is the coreset mean's variance per unit of item
+        variance for a sample of ``k`` of the ``N`` items without replacement.
+        """
+        k = len(self.coreset_)
+        w = self.coreset_.weights
+        w = np.full(k, 1.0 / k) if w is None else np.asarray(w, dtype=float) / np.sum(w)
+        f = float(np.sum(w ** 2)) * (1.0 - k / self.n_items_)
+        n = x.shape[0]
+        return np.column_stack([x @ self.w_coreset_, x @ w,
+                                np.full(n, float(self.w_unseen_.sum())), np.full(n, f)])
 
     def _row_rng(self, row: np.ndarray) -> np.random.Generator:
         """The random stream of one model, from the seed and that model's responses.
@@ -570,10 +679,15 @@ class IRTBayesPredictor(Predictor):
         rngs = [self._row_rng(row) for row in x]
         theta = (grid_ability_draws_2d(x, *self.params_coreset_, rng=rngs)
                  if self._batched_2d() else None)
+        blend_tau2 = getattr(self, "blend_tau2_", 0.0)  # selections saved before the blend
+        shift_parts = self.blend_parts(x) if blend_tau2 != 0.0 else None
         for j, row in enumerate(x):
             rng = rngs[j]
             mean_j, draws_j = self._simulate(row[None], rng,
                                              None if theta is None else theta[j:j + 1])
+            if shift_parts is not None:
+                shift = blend_shift(mean_j, shift_parts[j:j + 1], blend_tau2)
+                mean_j, draws_j = mean_j + shift, draws_j + shift[None]
             if self.tau_ > 0.0:
                 draws_j = draws_j + rng.normal(0.0, self.tau_, size=draws_j.shape)
             means.append(mean_j)
