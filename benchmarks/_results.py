@@ -24,6 +24,11 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("COREVAL_SHARED_DIR", REPO.parent / "shared"))
 #: Where the results files go.
 RESULTS = REPO / "benchmarks" / "results"
+#: The 8 item-level LLM matrices of the mRMR paper's grid (σ⁻¹-aggregated together).
+LLM = ("arc_challenge", "commonsense", "gsm", "ifeval", "math", "med_qa", "mmlu",
+       "openllm_math")
+#: The GLUE classifier matrices kept for robustness checks.
+GLUE = ("mrpc", "sst2")
 
 
 def version_line() -> str:
@@ -73,3 +78,35 @@ def write_markdown(path: str | os.PathLike, text: str) -> Path:
         so an interrupted run leaves the previous file intact.
     """
     return write_text_atomic(path, text)
+
+
+def stored_rows(raw: Path, datasets) -> list[dict]:
+    """The rows of every JSON part under ``raw`` (one list of rows per file), for ``datasets``.
+
+    Parameters
+    ----------
+    raw : pathlib.Path
+        The folder a resumable script writes one part per finished unit of work to.
+    datasets : iterable of str
+        Keep the rows whose ``"dataset"`` is one of these.
+
+    Returns
+    -------
+    list of dict
+        Raises ``SystemExit`` naming ``raw`` when it holds no part.
+    """
+    import json
+
+    parts = [json.loads(p.read_text()) for p in sorted(Path(raw).glob("*.json"))]
+    if not parts:
+        raise SystemExit(f"no stored parts under {raw}; run without --report-only first")
+    keep = set(datasets)
+    return [row for part in parts for row in part if row["dataset"] in keep]
+
+
+def command_line(script: str, argv: list[str] | None) -> str:
+    """``python benchmarks/SCRIPT ARGS`` as the user typed it, without ``--report-only``."""
+    import sys
+
+    given = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--report-only"]
+    return f"python benchmarks/{script} {' '.join(given)}".strip()

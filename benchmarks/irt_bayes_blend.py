@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 import warnings
 from pathlib import Path
@@ -38,11 +37,17 @@ os.environ.setdefault("COREVAL_PROGRESS", "0")
 import numpy as np
 import pandas as pd
 
-from _results import RESULTS, SHARED, provenance, write_markdown
+from _results import (
+    GLUE,
+    LLM,
+    RESULTS,
+    SHARED,
+    command_line,
+    provenance,
+    stored_rows,
+    write_markdown,
+)
 
-LLM = ("arc_challenge", "commonsense", "gsm", "ifeval", "math", "med_qa", "mmlu",
-       "openllm_math")
-GLUE = ("mrpc", "sst2")
 #: ``label -> (method, options)``.
 VARIANTS = {"irt-bayes": ("irt-bayes", {}),
             "irt-bayes blend=none": ("irt-bayes", {"blend": "none"}),
@@ -197,14 +202,9 @@ def main(argv: list[str] | None = None) -> int:
                     write_text_atomic(part, json.dumps(run_split(name, matrix, n_source, seed,
                                                                  group)))
                     print(f"{name} M={n_source} seed {seed} {group} done", flush=True)
-    parts = [json.loads(p.read_text()) for p in sorted(RAW.glob("*.json"))]
-    if not parts:
-        raise SystemExit(f"no stored splits under {RAW}; run without --report-only first")
-    df = pd.DataFrame([row for part in parts for row in part])
-    df = df[df["dataset"].isin(matrices)]
-    given = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--report-only"]
-    command = "python benchmarks/irt_bayes_blend.py " + " ".join(given)
-    text = report(df, dataset_sigmas(matrices), command.strip())
+    df = pd.DataFrame(stored_rows(RAW, matrices))
+    command = command_line("irt_bayes_blend.py", argv)
+    text = report(df, dataset_sigmas(matrices), command)
     print(write_markdown(RESULTS / "irt_bayes_blend.md", text))
     return 0
 
