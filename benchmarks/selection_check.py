@@ -122,17 +122,22 @@ def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
     llm = df[df["dataset"].isin(LLM)]
     if len(llm):
         w = {d: 1 / sigmas[d] for d in llm["dataset"].unique()}
-        total = sum(w.values())
         lines += [f"## The 8 LLM matrices (σ⁻¹-aggregated, seeds "
                   f"{', '.join(map(str, sorted(llm['seed'].unique())))})", "",
                   "| method | RMSE as published | RMSE with the check | switched | "
                   "seconds as published | seconds with the check |", "|---|---|---|---|---|---|"]
+        partial = []
         for method in ("random++", "random+", *METHODS):
             sub = llm[llm["method"] == method]
             agg = {}
             for selection, part in sub.groupby("selection"):
                 per = part.groupby("dataset")["rmse"].mean()
-                agg[selection] = sum(w[d] * v for d, v in per.items()) / total
+                agg[selection] = (sum(w[d] * v for d, v in per.items())
+                                  / sum(w[d] for d in per.index))
+            missing = sorted(set(w) - set(sub["dataset"]))
+            if missing:
+                n_splits = int((sub["selection"] == "method").sum())
+                partial.append(f"{method} ({n_splits} splits; without {', '.join(missing)})")
             auto = sub[sub["selection"] == "auto"]
             switched = f"{int((auto['used'] == 'random').sum())} / {len(auto)}" if len(auto) \
                 else "—"
@@ -141,6 +146,9 @@ def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
             auto_secs = f"{secs['auto']:.1f}" if "auto" in agg else "—"
             lines.append(f"| {method} | {agg['method']:.2f} | {auto_rmse} | {switched} | "
                          f"{secs['method']:.1f} | {auto_secs} |")
+        if partial:
+            lines += ["", "Rows run on fewer splits (the aggregate is over the matrices they "
+                      "have): " + "; ".join(partial) + "."]
         lines.append("")
     glue = df[df["dataset"].isin(GLUE)]
     if len(glue):
