@@ -98,9 +98,10 @@ def run_split(name: str, matrix, n_source: int, seed: int, group: str) -> list[d
 
 
 def _weighted(df: pd.DataFrame, column: str, sigmas: dict[str, float]) -> float:
-    per = df.groupby("dataset")[column].mean()
-    w = {d: 1 / sigmas[d] for d in per.index}
-    return sum(w[d] * v for d, v in per.items()) / sum(w.values())
+    """The σ⁻¹-weighted mean over datasets of ``column``'s per-dataset mean."""
+    from coreval.harness.metrics import sigma_weighted
+
+    return sigma_weighted(df.groupby("dataset")[column].mean().to_dict(), sigmas)
 
 
 def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:

@@ -28,6 +28,7 @@ import json
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -48,12 +49,25 @@ from _results import (
     write_markdown,
 )
 
-#: Checked methods by group, each group stored in its own part per (dataset, seed):
-#: ``suffix -> (baselines, methods)``. A stacked method's published fit is re-made only
-#: where the check switched (when kept, the checked fit is the published one).
-GROUPS = {"": (("random++", "random+"), ("mrmr++", "anchor-points++", "mrmr+")),
-          "_stack": ((), ("stack-mrmr", "stack-irt-anchors"))}
-METHODS = tuple(m for _, methods in GROUPS.values() for m in methods)
+
+@dataclass(frozen=True)
+class Group:
+    """Checked methods stored together, one part per (dataset, seed).
+
+    ``reuse_kept``: the published fit is re-made only where the check switched (where
+    it kept the method, the checked fit *is* the published one), for methods whose
+    check compares their own out-of-fold residuals (the stacks).
+    """
+
+    baselines: tuple[str, ...]
+    methods: tuple[str, ...]
+    reuse_kept: bool = False
+
+
+#: ``part-file suffix -> Group``.
+GROUPS = {"": Group(("random++", "random+"), ("mrmr++", "anchor-points++", "mrmr+")),
+          "_stack": Group((), ("stack-mrmr", "stack-irt-anchors"), reuse_kept=True)}
+METHODS = tuple(m for g in GROUPS.values() for m in g.methods)
 BUDGET = 0.10
 N_SOURCE = 30
 RAW = RESULTS / "raw" / "selection_check"
@@ -72,8 +86,7 @@ def run_split(name: str, matrix, seed: int, group: str = "") -> list[dict]:
     k = resolve_budget(BUDGET, matrix.n_items)
     truth = target.summary_scores()
     cache = FitCache()
-    rows = []
-    baselines, methods = GROUPS[group]
+    spec = GROUPS[group]
 
     def fit(method: str, selection: str) -> dict:
         t0 = time.perf_counter()
@@ -90,9 +103,9 @@ def run_split(name: str, matrix, seed: int, group: str = "") -> list[dict]:
                 "oof_random": (fitted.selection_rmse or {}).get("random", np.nan),
                 "seconds": seconds}
 
-    rows = [fit(method, "method") for method in baselines]
-    for method in methods:
-        if group == "_stack":
+    rows = [fit(method, "method") for method in spec.baselines]
+    for method in spec.methods:
+        if spec.reuse_kept:
             auto = fit(method, "auto")
             own = fit(method, "method") if auto["used"] == "random" else {
                 **auto, "selection": "method", "used": "method", "seconds": np.nan}
@@ -104,6 +117,8 @@ def run_split(name: str, matrix, seed: int, group: str = "") -> list[dict]:
 
 def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
     """The markdown of ``selection_check.md``."""
+    from coreval.harness.metrics import sigma_weighted
+
     lines = ["# The random-coreset check of `selection=\"auto\"`", "",
              *provenance(command),
              f"Binned split, {N_SOURCE} source models, budget {100 * BUDGET:g} %. Each method "
@@ -121,7 +136,7 @@ def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
              "published' is the median over the switched splits.", ""]
     llm = df[df["dataset"].isin(LLM)]
     if len(llm):
-        w = {d: 1 / sigmas[d] for d in llm["dataset"].unique()}
+        present = set(llm["dataset"])
         lines += [f"## The 8 LLM matrices (σ⁻¹-aggregated, seeds "
                   f"{', '.join(map(str, sorted(llm['seed'].unique())))})", "",
                   "| method | RMSE as published | RMSE with the check | switched | "
@@ -129,12 +144,10 @@ def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
         partial = []
         for method in ("random++", "random+", *METHODS):
             sub = llm[llm["method"] == method]
-            agg = {}
-            for selection, part in sub.groupby("selection"):
-                per = part.groupby("dataset")["rmse"].mean()
-                agg[selection] = (sum(w[d] * v for d, v in per.items())
-                                  / sum(w[d] for d in per.index))
-            missing = sorted(set(w) - set(sub["dataset"]))
+            agg = {selection: sigma_weighted(part.groupby("dataset")["rmse"].mean().to_dict(),
+                                             sigmas)
+                   for selection, part in sub.groupby("selection")}
+            missing = sorted(present - set(sub["dataset"]))
             if missing:
                 n_splits = int((sub["selection"] == "method").sum())
                 partial.append(f"{method} ({n_splits} splits; without {', '.join(missing)})")
