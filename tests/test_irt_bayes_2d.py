@@ -80,6 +80,6 @@ def test_fisher_coreset_with_a_two_dimensional_spec_bins_a_one_dimensional_fit()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fm = fit_method(get_method("irt-bayes"), ScoreMatrix(y), 12, seed=0, coreset="fisher",
-                        dims=2, num_steps=300, misfit="none")
+                        dims=2, num_steps=300, misfit="none", selection="method")
     assert len(fm.coreset) == 12
     assert fm.selector.fit_.dims == 1 and fm.predictor.irt_fit_.dims == 2

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from sklearn.model_selection import KFold
 
-from coreval.base import Coreset, Selector
+from coreval.base import Coreset, FitCache, Selector
 from coreval.data import ScoreMatrix, make_split, simulate
 from coreval.errors import ValidationError
 from coreval.methods import Component, Method, get_method, register_method
 from coreval.pipeline import fit_method, random_is_better
+from coreval.prediction.irt_bayes import IRTBayesPredictor
 from coreval.prediction.ridge import KernelRidgePredictor
 from coreval.prediction.stacking import StackingPredictor
 from coreval.saved_selection import load_selection, save_selection
@@ -98,6 +99,10 @@ register_method(Method("_test-least-relevant-stack",
 register_method(Method("_test-most-relevant-stack", Component(RelevanceSelector), _FAST_STACK),
                 replace=True)
 
+register_method(Method("_test-least-relevant-bayes",
+                       Component(RelevanceSelector, fixed={"worst": True}),
+                       Component(IRTBayesPredictor)), replace=True)
+
 
 @pytest.fixture(scope="module")
 def leaderboard():
@@ -177,6 +182,32 @@ def test_auto_selection_of_a_stack_compares_its_own_out_of_fold_residuals(leader
     kept = fit_method(get_method("_test-most-relevant-stack"), source, 12, seed=0)
     assert kept.selection == "method" and set(kept.selection_rmse) == {"method", "random"}
     assert kept.calibration == "native"  # the stack's conformal interval is kept
+
+
+def test_auto_selection_of_irt_bayes_compares_its_misfit_folds(leaderboard):
+    """irt-bayes is checked on the out-of-fold residuals of its own misfit folds."""
+    source, target = leaderboard
+    x, truth = target.values, target.summary_scores()
+    cache = FitCache()  # the three fits share their IRT fits, as in one harness split
+    options = {"num_steps": 400, "choose_dims": False, "cache": cache}
+    method = get_method("_test-least-relevant-bayes")
+    with pytest.warns(UserWarning, match="random coreset of 12 items predicts held-out"):
+        fitted = fit_method(method, source, 12, seed=3, **options)
+    published = fit_method(method, source, 12, seed=3, selection="method", **options)
+    forced = fit_method(method, source, 12, seed=3, selection="random", **options)
+    assert fitted.selection == "random" and forced.selection == "random"
+    # every source model has a complete coreset, so the compared rows are all of them and
+    # the RMSEs are the two fits' own blended out-of-fold RMSEs
+    assert len(published.predictor.oof_rows_) == source.n_models
+    assert fitted.selection_rmse["method"] == pytest.approx(100 * published.predictor.cv_rmse_)
+    assert fitted.selection_rmse["random"] == pytest.approx(100 * forced.predictor.cv_rmse_)
+    np.testing.assert_array_equal(fitted.coreset.indices, forced.coreset.indices)
+    errors = [np.sqrt(np.mean((f.predict_array(x[:, f.coreset.indices]).mean - truth) ** 2))
+              for f in (fitted, published)]
+    assert errors[0] < errors[1]
+    # a random coreset reads no source scores: nothing to check
+    default = fit_method(get_method("irt-bayes"), source, 12, seed=3, **options)
+    assert default.selection == "method" and default.selection_rmse is None
 
 
 def test_selection_errors(leaderboard):

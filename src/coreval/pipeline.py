@@ -61,10 +61,13 @@ source scores, under predictors with ``compare_random_coreset``: the regression 
 (``X+``, ``X++``) and stacking (``stack-mrmr`` becomes ``stack-random``). Stacking is
 compared on the cross-fitted out-of-fold residuals its own fit already computes
 (:meth:`coreval.base.Predictor.out_of_fold_residuals`), so its check costs one fit of
-``stack-random``. IRT predictors are not checked: for gp-irt the out-of-fold comparison
-was not reliable (mrpc, seed 0: it moved to random items and the target RMSE went from
-3.89 to 7.16 pp), and a misfitting IRT model is handled by the IRT fit's own choices;
-irt-bayes, the adaptive tests and random coresets are not checked either. Cost for the
+``stack-random``. irt-bayes with a coreset chosen from the IRT fit (``coreset="anchors"``
+or ``"fisher"``) is compared the same way, on the out-of-fold residuals of its misfit
+folds (selection re-run per fold, blend included); the random coreset's fit reuses the
+IRT fits of the same folds from the cache. gp-irt is not checked: its out-of-fold
+comparison was not reliable (mrpc, seed 0: it moved to random items and the target RMSE
+went from 3.89 to 7.16 pp), and a misfitting IRT model is handled by the IRT fit's own
+choices; the adaptive tests and random coresets are not checked either. Cost for the
 regression refits: two out-of-fold runs, one of them the calibration's own (reused),
 the other of the cheaper random-coreset pipeline.
 ``selection="method"`` keeps the method's selector (as the papers' reproductions do);

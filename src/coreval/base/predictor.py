@@ -48,8 +48,8 @@ class Predictor(BaseEstimator):
     selection_aware_interval: bool = False
     #: Whether ``selection="auto"`` of :func:`coreval.pipeline.fit_method` compares a
     #: supervised coreset with a random one under this predictor (the regression
-    #: refits, whose random-coreset pipeline is the papers' random+ / random++, and
-    #: stacking).
+    #: refits, whose random-coreset pipeline is the papers' random+ / random++,
+    #: stacking, and irt-bayes with a coreset chosen from the IRT fit).
     compare_random_coreset: bool = False
 
     def out_of_fold_residuals(self) -> tuple[np.ndarray, np.ndarray] | None:

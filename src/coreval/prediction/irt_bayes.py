@@ -298,6 +298,9 @@ class IRTBayesPredictor(Predictor):
         (``misfit="cv"``; else None), the blend included.
     irt_cv_rmse_ : float or None
         The same without the blend: the IRT model's own out-of-fold RMSE.
+    oof_rows_, oof_residuals_ : ndarray or None
+        The source rows behind ``cv_rmse_`` and their residuals ``y − ŷ``
+        (:meth:`out_of_fold_residuals`).
     ridge_cv_rmse_ : float or None
         Leave-one-out RMSE of a ridge regression of the same source models' full
         scores on their coreset responses (:func:`ridge_loo_errors`), for the same
@@ -319,6 +322,8 @@ class IRTBayesPredictor(Predictor):
     ``hetero``, ``beta3``; scores in [0, 1], the model's own response noise,
     abilities from :func:`coreval.irt.score_new_model`, per model and so slower).
     """
+
+    compare_random_coreset = True
 
     @property
     def selection_aware_interval(self) -> bool:  # type: ignore[override]
@@ -553,6 +558,7 @@ class IRTBayesPredictor(Predictor):
         ok = np.flatnonzero(~np.isnan(x).any(axis=1))
         self.tau_ = self.blend_tau2_ = 0.0
         self.cv_rmse_ = self.irt_cv_rmse_ = self.ridge_cv_rmse_ = None
+        self.oof_rows_ = self.oof_residuals_ = None
         if mode == "none" or len(ok) < 2:
             return
         truth = source.summary_scores()
@@ -567,6 +573,7 @@ class IRTBayesPredictor(Predictor):
                 resid = resid - blend_shift(oof.mean, oof.collected, self.blend_tau2_)
             resid2 = resid ** 2
             if len(rows) >= 3:
+                self.oof_rows_, self.oof_residuals_ = rows, resid
                 self.irt_cv_rmse_ = irt_rmse
                 self.cv_rmse_ = float(np.sqrt(np.mean(resid2)))
                 if self.check:
@@ -643,6 +650,18 @@ class IRTBayesPredictor(Predictor):
         if len(oof.rows) == 0:
             return np.zeros(1), np.zeros(1), np.zeros(0, dtype=np.intp), oof
         return oof.residuals, oof.variance, np.asarray(oof.rows), oof
+
+    def out_of_fold_residuals(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The source rows the misfit folds predicted and their residuals, blend included.
+
+        None without ``misfit="cv"`` (or with fewer than 3 such rows). With a selector
+        that reads the source models (``coreset="anchors"`` or ``"fisher"``),
+        ``selection="auto"`` of :func:`coreval.pipeline.fit_method` compares these
+        with the random coreset's, at the cost of the random coreset's fit.
+        """
+        if getattr(self, "oof_rows_", None) is None:
+            return None
+        return self.oof_rows_, self.oof_residuals_
 
     def blend_parts(self, x: np.ndarray) -> np.ndarray:
         """Per model: ``Σ_C w_i y_i``, the coreset mean ``ȳ_C``, ``W_U`` and ``f``.
