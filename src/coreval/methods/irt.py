@@ -18,6 +18,9 @@
   the Fisher coreset covered 79-85 % at nominal 90 % with the plain posterior
   and 89-97 % (mean 93 %) with the cross-validated misfit term, against 87-92 %
   (mean 90 %) for the random coreset (benchmarks/results/irt_bayes_calibration.md).
+  With ``"fisher"`` or ``"anchors"``, ``selection="auto"`` (the default of
+  :func:`coreval.pipeline.fit_method`) falls back to the random coreset when it
+  predicts the held-out folds of the misfit term better by one standard error.
 
 Each method declares one :class:`~coreval.irt.fit_spec.IRTFitSpec` (``shared``) for its
 selector and its predictor, and both use the caller's :class:`~coreval.base.FitCache`,
