@@ -6,7 +6,9 @@ out of fold on the source models (:func:`coreval.prediction.irt_bayes.choose_ble
 This script fits, on the same binned splits (budget 10 %):
 
 * ``irt-bayes`` (the default, blended) and ``irt-bayes`` with ``blend="none"``;
-* gp-irt and random++, the issue's yardsticks for the Bayesian method.
+* gp-irt and random++, the issue's yardsticks for the Bayesian method;
+* ``irt-bayes`` with ``model="auto"`` (``--groups model-auto``): the 2PL or the 3PL,
+  each with 1 or 2 dimensions, chosen by the out-of-fold RMSE of the misfit folds.
 
 Metrics on the target models: RMSE (pp), Kendall τ, coverage and median width of the
 90 % interval, seconds per fit; the 8 LLM matrices are σ⁻¹-aggregated (mRMR paper,
@@ -51,12 +53,13 @@ from _results import (
 #: ``label -> (method, options)``.
 VARIANTS = {"irt-bayes": ("irt-bayes", {}),
             "irt-bayes blend=none": ("irt-bayes", {"blend": "none"}),
+            "irt-bayes model=auto": ("irt-bayes", {"model": "auto"}),
             "gp-irt": ("gp-irt", {}),
             "random++": ("random++", {})}
 #: Variants fitted together (one part file per split and group; the two irt-bayes
 #: variants share their IRT fits through one cache).
 GROUPS = {"irt-bayes": ("irt-bayes", "irt-bayes blend=none"), "random++": ("random++",),
-          "gp-irt": ("gp-irt",)}
+          "gp-irt": ("gp-irt",), "model-auto": ("irt-bayes model=auto",)}
 BUDGET = 0.10
 RAW = RESULTS / "raw" / "irt_bayes_blend"
 
@@ -93,6 +96,7 @@ def run_split(name: str, matrix, n_source: int, seed: int, group: str) -> list[d
                      "width90": 100 * float(np.median(pred.upper - pred.lower)),
                      "blend_tau": 100 * float(np.sqrt(getattr(predictor, "blend_tau2_", 0.0))),
                      "dims": int(getattr(getattr(predictor, "irt_spec_", None), "dims", 0)),
+                     "model": str(getattr(getattr(predictor, "irt_spec_", None), "model", "")),
                      "seconds": seconds})
     return rows
 
@@ -163,7 +167,8 @@ def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
                                  f"{sub['coverage90'].mean():.2f} |")
             lines.append("")
     lines += ["## Every split", "", "| dataset | M | seed | irt-bayes | blend=none | τ_U | dims | "
-              "gp-irt | random++ |", "|---|---|---|---|---|---|---|---|---|"]
+              "model=auto | chosen | gp-irt | random++ |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (name, m_src, seed), g in df.groupby(["dataset", "n_source", "seed"], sort=True):
         r = g.set_index("method")
 
@@ -171,9 +176,13 @@ def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
             return f"{r.loc[label, column]:.2f}" if label in r.index else "—"
 
         dims = str(r.loc["irt-bayes", "dims"]) if "irt-bayes" in r.index else "—"
+        auto = "irt-bayes model=auto"
+        chosen = (f"{r.loc[auto, 'model']}, D={r.loc[auto, 'dims']}" if auto in r.index
+                  else "—")
         lines.append(f"| {name} | {m_src} | {seed} | {cell('irt-bayes')} | "
                      f"{cell('irt-bayes blend=none')} | {cell('irt-bayes', 'blend_tau')} | "
-                     f"{dims} | {cell('gp-irt')} | {cell('random++')} |")
+                     f"{dims} | {cell(auto)} | {chosen} | {cell('gp-irt')} | "
+                     f"{cell('random++')} |")
     return "\n".join(lines) + "\n"
 
 

@@ -136,3 +136,35 @@ def test_choose_dims_keeps_the_better_fit() -> None:
     assert predictor.cv_rmse_ == min(cv.values())
     off, _ = _fit(_matrix(60, 100, neg_share=0.0, seed=2), 20, choose_dims=False)
     assert off.dims_cv_rmse_ is None and off.irt_spec_.dims == 1
+
+
+def test_model_auto_keeps_the_candidate_with_the_lowest_out_of_fold_rmse() -> None:
+    from coreval.base import FitCache
+    from coreval.irt.source_fit import AUTO_MODELS
+
+    matrix = _matrix(36, 40, neg_share=0.0, seed=5)
+    source, target = matrix.take(np.arange(27)), matrix.take(np.arange(27, 36))
+    cache = FitCache()  # the second fit below reuses the chosen candidate's IRT fits
+    options = {"num_steps": 200, "num_draws": 50, "misfit_folds": 3, "cache": cache}
+    fm = fit_method(get_method("irt-bayes"), source, 8, seed=0, model="auto", **options)
+    predictor = fm.predictor
+    scores = predictor.candidates_cv_rmse_
+    assert set(scores) == {f"{m}/hierarchical/D={d}" for m in AUTO_MODELS for d in (1, 2)}
+    chosen = predictor.irt_spec_
+    assert chosen.model in AUTO_MODELS
+    assert scores[f"{chosen.model}/hierarchical/D={chosen.dims}"] == min(scores.values())
+    assert predictor.cv_rmse_ == min(scores.values())
+    assert predictor.dims_cv_rmse_ == {d: scores[f"{chosen.model}/hierarchical/D={d}"]
+                                       for d in (1, 2)}
+    # the kept state is the chosen candidate's own: fitting that spec alone predicts the same
+    alone = fit_method(get_method("irt-bayes"), source, 8, seed=0, model=chosen.model,
+                       dims=chosen.dims, choose_dims=False, **options)
+    x = target.values[:, fm.coreset.indices]
+    np.testing.assert_allclose(fm.predict_array(x).mean, alone.predict_array(x).mean)
+    np.testing.assert_allclose(fm.predict_array(x).upper, alone.predict_array(x).upper)
+    # without the misfit folds nothing is measured out of fold: the gp-IRT validation
+    # error resolves the model instead
+    plain = fit_method(get_method("irt-bayes"), source, 8, seed=0, model="auto",
+                       misfit="none", **options)
+    assert plain.predictor.irt_spec_.model in AUTO_MODELS
+    assert plain.predictor.candidates_cv_rmse_ is None

@@ -47,7 +47,13 @@ from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.logistic import LOGIT_CLIP, grid_ability_draws, grid_ability_draws_2d
-from coreval.irt.source_fit import BAYES_FIT, fit_source_irt
+from coreval.irt.source_fit import (
+    AUTO_MODELS,
+    AUTO_PRIORS,
+    BAYES_FIT,
+    fit_source_irt,
+    resolve_irt_model,
+)
 
 #: Accepted values of ``IRTBayesPredictor(misfit=...)``.
 MISFIT_MODES: tuple[str, ...] = ("cv", "in-sample", "none")
@@ -251,7 +257,15 @@ class IRTBayesPredictor(Predictor):
     irt : IRTFitSpec
         The IRT fit of the source models (default
         :data:`coreval.irt.source_fit.BAYES_FIT`; the selector's through the caller's
-        cache when it asks for the same fit). Its ``num_draws`` is also the number of
+        cache when it asks for the same fit). ``model="auto"`` (the 2PL or the 3PL)
+        and ``priors="auto"`` (hierarchical or signed) are chosen with the dimensions
+        (``choose_dims``) by the out-of-fold RMSE of the misfit folds: every
+        candidate is fitted with its folds, and a later one replaces an earlier one
+        only when strictly better (attribute ``candidates_cv_rmse_``). This is a
+        nested choice from the source models alone; it multiplies the fit time by
+        the number of candidates (``model="auto"``: 4, the 2PL and the 3PL with 1
+        and 2 dimensions, against 2 for the default 2PL;
+        benchmarks/results/irt_bayes_blend.md measures it). Its ``num_draws`` is also the number of
         posterior draws of a new model's ability, each paired with an item-parameter
         draw. A fit with posterior draws (``"svi"``, ``"nuts"``, or MAP with Laplace
         draws) is needed for the item-parameter uncertainty. Hierarchical priors by default:
@@ -290,9 +304,14 @@ class IRTBayesPredictor(Predictor):
         Posterior predictive check of the item-total correlations on the source
         models (logistic models with ``check=True``; else None).
     irt_spec_ : IRTFitSpec
-        The fit in use: ``irt``, or ``irt`` with ``dims=2`` (``choose_dims``).
+        The fit in use: the chosen candidate (``irt`` with its ``"auto"`` fields
+        resolved, and ``dims=2`` where ``choose_dims`` took it).
+    candidates_cv_rmse_ : dict or None
+        Out-of-fold RMSE of every candidate spec, keyed ``"model/priors/D=dims"``
+        (None with a single candidate or without ``misfit="cv"``).
     dims_cv_rmse_ : dict or None
-        Out-of-fold RMSE per latent dimension tried (``choose_dims``; else None).
+        Out-of-fold RMSE per latent dimension of the chosen model (``choose_dims``;
+        else None).
     cv_rmse_ : float or None
         Out-of-fold RMSE of the predicted full scores of the source models
         (``misfit="cv"``; else None), the blend included.
@@ -332,10 +351,11 @@ class IRTBayesPredictor(Predictor):
 
     @property
     def needs_binary(self) -> bool:  # type: ignore[override]
-        """Binary data for the logistic models; scores in [0, 1] for the continuous ones."""
+        """Binary data for the logistic models (``"auto"`` included); scores in [0, 1]
+        for the continuous ones."""
         from coreval.irt.spec import get_spec
 
-        return get_spec(self.irt.model).logistic
+        return self.irt.model == "auto" or get_spec(self.irt.model).logistic
 
     def __init__(self, *, irt: IRTFitSpec = BAYES_FIT, noise: bool = True,
                  misfit: str | bool = "cv", misfit_folds: int = 5, blend: str = "cv",
@@ -362,20 +382,7 @@ class IRTBayesPredictor(Predictor):
         mode = self._misfit_mode()  # validate before the (slow) fit
         if self.blend not in BLENDS:
             raise ValidationError(f"blend must be one of {BLENDS}, got {self.blend!r}")
-        from coreval.irt.spec import get_spec
-
-        spec = get_spec(self.irt.model)  # raises for an unknown model, naming the known ones
-        self.logistic_ = spec.logistic
-        self._fit_spec(source, self.irt)
-        dims_cv = None
-        if (self.choose_dims and self.irt.dims == 1 and self.logistic_ and mode == "cv"
-                and self.cv_rmse_ is not None):
-            one_dim = dict(self.__dict__)
-            self._fit_spec(source, self.irt.replace(dims=2))
-            dims_cv = {1: one_dim["cv_rmse_"], 2: self.cv_rmse_}
-            if not self.cv_rmse_ < one_dim["cv_rmse_"]:
-                self.__dict__.update(one_dim)
-        self.dims_cv_rmse_ = dims_cv
+        self._fit_candidates(source, mode)
         self.ppc_ = (self._posterior_predictive_check(source)
                      if self.check and self.logistic_ else None)
         if self.ridge_cv_rmse_ is not None and self.irt_cv_rmse_ > self.ridge_cv_rmse_:
@@ -387,6 +394,60 @@ class IRTBayesPredictor(Predictor):
                 f"{100 * self.cv_rmse_:.2f} pp after the coreset-mean blend); its "
                 "predictions and intervals rest on a model the data contradict (see ppc_), "
                 "consider random++", UserWarning, stacklevel=3)
+
+    def _candidates(self, source: ScoreMatrix, mode: str) -> list[IRTFitSpec]:
+        """The IRT specs to choose from, in order of preference (ties keep the earlier).
+
+        ``model="auto"`` and ``priors="auto"`` expand to :data:`AUTO_MODELS` and
+        :data:`AUTO_PRIORS`, and ``choose_dims`` adds the two-dimensional fit of each
+        1-D logistic candidate; without the misfit folds (``misfit`` other than
+        ``"cv"``) there is nothing to choose on, and the ``"auto"`` fields are
+        resolved by the gp-IRT validation error
+        (:func:`coreval.irt.source_fit.resolve_irt_model`) instead.
+        """
+        from coreval.irt.spec import get_spec
+
+        irt = self.irt
+        if mode != "cv":
+            irt, _ = resolve_irt_model(source, irt, seed=self.seed, cache=self.cache_,
+                                       show_progress=self.show_progress)
+        models = AUTO_MODELS if irt.model == "auto" else (irt.model,)
+        priors = AUTO_PRIORS if irt.priors == "auto" else (irt.priors,)
+        for model in models:
+            get_spec(model)  # raises for an unknown model, naming the known ones
+        specs = [irt.replace(model=m, priors=p) for m in models for p in priors]
+        if self.choose_dims and irt.dims == 1 and mode == "cv":
+            specs = [d for spec in specs for d in
+                     ((spec, spec.replace(dims=2)) if get_spec(spec.model).logistic
+                      else (spec,))]
+        return specs
+
+    def _fit_candidates(self, source: ScoreMatrix, mode: str) -> None:
+        """Fit every candidate spec and keep the one with the lowest out-of-fold RMSE.
+
+        Each candidate's state (fit, draws, misfit term, blend) is that of
+        :meth:`_fit_spec`; a later candidate replaces the kept one only when its
+        ``cv_rmse_`` is strictly lower (one spec: no comparison).
+        """
+        from coreval.irt.spec import get_spec
+
+        specs = self._candidates(source, mode)
+        kept, scores = None, {}
+        for spec in specs:
+            self.logistic_ = get_spec(spec.model).logistic
+            self._fit_spec(source, spec)
+            if self.cv_rmse_ is not None:
+                scores[spec] = self.cv_rmse_
+            if kept is None or (self.cv_rmse_ is not None and kept["cv_rmse_"] is not None
+                                and self.cv_rmse_ < kept["cv_rmse_"]):
+                kept = dict(self.__dict__)
+        self.__dict__.update(kept)
+        chosen = self.irt_spec_
+        self.candidates_cv_rmse_ = ({_spec_label(spec): v for spec, v in scores.items()}
+                                    if len(specs) > 1 and len(scores) == len(specs) else None)
+        dims = {spec.dims: v for spec, v in scores.items()
+                if spec.replace(dims=chosen.dims) == chosen}
+        self.dims_cv_rmse_ = dims if len(dims) == 2 else None
 
     def _fit_spec(self, source: ScoreMatrix, irt: IRTFitSpec) -> None:
         """Fit the IRT model ``irt`` and everything derived from it (draws, misfit term)."""
@@ -718,3 +779,8 @@ class IRTBayesPredictor(Predictor):
             mean, lower, upper = (np.clip(v, 0.0, 1.0) for v in (mean, lower, upper))
         return Prediction(mean=mean, lower=lower, upper=upper, level=self.level,
                           interval="posterior", draws=draws)
+
+
+def _spec_label(spec: IRTFitSpec) -> str:
+    """``"2pl/hierarchical/D=1"``: a candidate of :meth:`IRTBayesPredictor._fit_candidates`."""
+    return f"{spec.model}/{spec.priors}/D={spec.dims}"

@@ -29,7 +29,12 @@ from coreval.base import Coreset, Selector
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.irt.fit_spec import IRTFitSpec
-from coreval.irt.source_fit import METABENCH_FIT, fit_source_irt, logistic_item_params
+from coreval.irt.source_fit import (
+    METABENCH_FIT,
+    fit_source_irt,
+    logistic_item_params,
+    resolve_irt_model,
+)
 
 #: Ways to fill the budget beyond one pass over the ability bins.
 FILL_RULES = ("bins", "overall", "none")
@@ -102,7 +107,8 @@ class FisherInformationSelector(Selector):
         dimension whatever its ``dims`` (the bins need a 1-D ability). The default
         (:data:`coreval.irt.source_fit.METABENCH_FIT`) is a MAP fit of the 2PL with
         weakly-informative priors; the reference uses two rounds of alternating joint
-        maximum likelihood instead.
+        maximum likelihood instead. ``model="auto"`` is resolved by
+        :func:`coreval.irt.source_fit.resolve_irt_model`.
     show_progress : bool, optional
 
     Attributes
@@ -132,6 +138,8 @@ class FisherInformationSelector(Selector):
         # The bins are quantiles of a 1-D ability: a spec with D > 1 (e.g. irt-bayes'
         # shared fit) is fitted with one dimension for the selection.
         spec = self.irt if self.irt.dims == 1 else self.irt.replace(dims=1)
+        spec, _ = resolve_irt_model(source, spec, seed=self.seed, cache=self.cache_,
+                                    show_progress=self.show_progress)
         irt_fit = fit_source_irt(source, spec, seed=self.seed, cache=self.cache_,
                                  show_progress=self.show_progress)
         a, d, c = logistic_item_params(irt_fit)
