@@ -108,6 +108,29 @@ def _weighted(df: pd.DataFrame, column: str, sigmas: dict[str, float]) -> float:
     return sigma_weighted(df.groupby("dataset")[column].mean().to_dict(), sigmas)
 
 
+def _paired_tables(llm: pd.DataFrame, shown: list[str], sigmas: dict[str, float]
+                   ) -> list[str]:
+    """For each variant fitted on only some seeds, but on every LLM matrix of them, every
+    variant on exactly those splits (σ⁻¹-aggregated)."""
+    lines = []
+    for label in (v for v in VARIANTS if v not in shown):
+        splits = set(map(tuple, llm.loc[llm["method"] == label, ["dataset", "seed"]].values))
+        if not splits or {d for d, _ in splits} != set(llm["dataset"]):
+            continue
+        on = llm[[key in splits for key in map(tuple, llm[["dataset", "seed"]].values)]]
+        seeds = ", ".join(map(str, sorted({s for _, s in splits})))
+        lines += ["", f"On the splits of `{label}` (seeds {seeds}):", "",
+                  "| method | rmse | kendall | coverage90 | splits |", "|---|---|---|---|---|"]
+        for other in VARIANTS:
+            sub = on[on["method"] == other]
+            if len(sub) != len(splits):
+                continue
+            lines.append(f"| {other} | {_weighted(sub, 'rmse', sigmas):.2f} | "
+                         f"{sub.groupby('dataset')['kendall'].mean().mean():.3f} | "
+                         f"{_weighted(sub, 'coverage90', sigmas):.2f} | {len(sub)} |")
+    return lines
+
+
 def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
     """The markdown of ``irt_bayes_blend.md``."""
     lines = ["# irt-bayes: the coreset-mean blend", "", *provenance(command),
@@ -143,6 +166,7 @@ def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
                              f"{_weighted(sub, 'coverage90', sigmas):.2f} | "
                              f"{_weighted(sub, 'width90', sigmas):.1f} | {tau} | "
                              f"{sub['seconds'].median():.1f} | {len(sub)} |")
+            lines += _paired_tables(llm, shown, sigmas)
             lines += ["", "RMSE per dataset (pp, mean over seeds):", "",
                       "| dataset | " + " | ".join(shown) + " |",
                       "|---|" + "---|" * len(shown)]
