@@ -143,8 +143,9 @@ def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
              "seconds = median per fit, on the shared 2-core machine with other jobs "
              "running (`blend=none` is fitted second, reusing the default's IRT fits "
              "from the split's cache: the blend adds no fit, only a 27-point search on "
-             "the out-of-fold predictions). A yardstick fitted on only some of the splits "
-             "(`--groups gp-irt` is slow) appears in the per-split table only; gp-irt on "
+             "the out-of-fold predictions). A variant fitted on only some of the splits "
+             "(`--groups gp-irt` and `--groups model-auto` are slow) is compared with the "
+             "others on exactly its splits, below the main table; gp-irt on all of "
              "these M = 30 splits is in `defaults.md`.", ""]
     for m_src, part in df.groupby("n_source"):
         llm = part[part["dataset"].isin(LLM)]
