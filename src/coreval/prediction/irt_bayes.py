@@ -265,11 +265,11 @@ class IRTBayesPredictor(Predictor):
         nested choice from the source models alone; it multiplies the fit time by
         the number of candidates (``model="auto"``: 4, the 2PL and the 3PL with 1
         and 2 dimensions, against 2 for the default 2PL;
-        benchmarks/results/irt_bayes_blend.md measures it). Its ``num_draws`` is also the number of
-        posterior draws of a new model's ability, each paired with an item-parameter
-        draw. A fit with posterior draws (``"svi"``, ``"nuts"``, or MAP with Laplace
-        draws) is needed for the item-parameter uncertainty. Hierarchical priors by default:
-        on the 8 shared matrices (30 source models, seeds 0-1) they gave a lower
+        benchmarks/results/irt_bayes_blend.md measures it). Its ``num_draws`` is
+        also the number of posterior draws of a new model's ability, each paired
+        with an item-parameter draw. A fit with posterior draws (``"svi"``,
+        ``"nuts"``, or MAP with Laplace draws) is needed for the item-parameter
+        uncertainty. Hierarchical priors by default: on the 8 shared matrices (30 source models, seeds 0-1) they gave a lower
         RMSE than weak priors in 13 of 16 dataset × budget rows
         (benchmarks/irt_methods.py; gsm 10%: 5.2 vs 9.8 pp; measured with the
         earlier log-normal hierarchy on the discriminations, see
