@@ -86,7 +86,7 @@ def run_split(name: str, matrix, seed: int, group: str = "") -> list[dict]:
     k = resolve_budget(BUDGET, matrix.n_items)
     truth = target.summary_scores()
     cache = FitCache()
-    spec = GROUPS[group]
+    members = GROUPS[group]
 
     def fit(method: str, selection: str) -> dict:
         t0 = time.perf_counter()
@@ -103,9 +103,9 @@ def run_split(name: str, matrix, seed: int, group: str = "") -> list[dict]:
                 "oof_random": (fitted.selection_rmse or {}).get("random", np.nan),
                 "seconds": seconds}
 
-    rows = [fit(method, "method") for method in spec.baselines]
-    for method in spec.methods:
-        if spec.reuse_kept:
+    rows = [fit(method, "method") for method in members.baselines]
+    for method in members.methods:
+        if members.reuse_kept:
             auto = fit(method, "auto")
             own = fit(method, "method") if auto["used"] == "random" else {
                 **auto, "selection": "method", "used": "method", "seconds": np.nan}
