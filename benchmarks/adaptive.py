@@ -539,15 +539,29 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
                       for (d, b), r in rmse.iterrows()]
     if widths:
         lines += ["", f"## Width stop at {100 * args.width:g} pp: items asked", "",
-                  "| dataset | cat-score (coverage) | random sample, mean (coverage) "
+                  "| dataset | cat-score (coverage) | its width90 (pp) | its τ misfit (pp) "
+                  "| random sample, mean (coverage) "
                   "| ratio | random order, IRT posterior (coverage) | ratio |",
-                  "|---|---|---|---|---|---|"]
+                  "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {w['dataset']} | {w['score']['items']:.1f} "
-                  f"({w['score']['coverage90']:.2f}) | {w['mean']['items']:.1f} "
+                  f"({w['score']['coverage90']:.2f}) | {w['score']['width90_pp']:.2f} "
+                  f"| {_cell(100 * w['score'].get('tau_misfit', np.nan), '.2f')} "
+                  f"| {w['mean']['items']:.1f} "
                   f"({w['mean']['coverage90']:.2f}) "
                   f"| {w['score']['items'] / w['mean']['items']:.2f} "
                   f"| {w['random']['items']:.1f} ({w['random']['coverage90']:.2f}) "
                   f"| {w['score']['items'] / w['random']['items']:.2f} |" for w in widths]
+        lines += ["", "A test stops at the first answer after which its interval is "
+                  f"{100 * args.width:g} pp wide, or at half the bank; a mean width above "
+                  f"{100 * args.width:g} pp means the tests ran into that cap. What keeps the "
+                  "interval wide is the ability posterior and the misfit term, not the "
+                  "answers still unasked: `width_floor.md` shows that a test that knew the "
+                  "target's θ exactly would reach the width after a small fraction of the "
+                  "items a random sample needs. The misfit τ learnt for the stop (the "
+                  "smallest that keeps the replayed stops of held-out source tests at 90 % "
+                  "coverage) guards against stopping early on a lucky run of answers; where "
+                  "it is large, the interval τρ (ρ the unasked share) stays wider than the "
+                  "target at half the bank, and the capped tests over-cover."]
     lines += ["", "## Speed of choosing the next item (1000 items, 50 draws, one thread)", "",
               "| rule | median (ms) | max (ms) |", "|---|---|---|"]
     lines += [f"| {r.rule} | {r.median_ms:.1f} | {r.max_ms:.1f} |"

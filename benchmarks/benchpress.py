@@ -82,7 +82,7 @@ def model_features() -> np.ndarray:
     """
     info = model_info()
     date = pd.to_datetime(info["release_date"].astype(str), format="mixed")
-    years = date.dt.year + (date.dt.dayofyear - 1) / 365.25
+    years = date.dt.year + (date.dt.day_of_year - 1) / 365.25
     x = np.column_stack([info["reasoning"].astype(float), info["open_weights"].astype(float),
                          years.to_numpy(dtype=float)])
     return np.where(np.isnan(x), np.nanmean(x, axis=0), x)  # 2 models lack open_weights
@@ -198,7 +198,7 @@ PROBE_COMPLETERS = {
     "bayes": (lambda tr: complete_bayes(tr, rank=2, df=4.0), 7),
     "als-logit-g7": (lambda tr: complete_bias_als(tr, legacy_rng=True), 7),
     "bayes-metadata": (lambda tr: complete_bayes(tr, rank=2, df=4.0,
-                                                 row_features=model_features()), 7),
+                                                 row_features=model_features()), 1),
 }
 
 
