@@ -40,21 +40,6 @@ from _results import LLM, RESULTS, SHARED, provenance, write_markdown
 from coreval.data import load_matrix
 from coreval.irt.mml import fit_mml
 
-#: Ability grid of the EAP (as the adaptive bank's).
-GRID = np.linspace(-5.0, 5.0, 61)
-
-
-def eap_abilities(y: np.ndarray, a: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """EAP of θ under N(0, 1) for every row of ``y`` (NaN answers are skipped)."""
-    logit = a[None, :] * GRID[:, None] + d[None, :]            # (G, N)
-    log_p, log_q = -np.logaddexp(0.0, -logit), -np.logaddexp(0.0, logit)
-    obs = ~np.isnan(y)
-    y0 = np.where(obs, y, 0.0)
-    loglik = y0 @ log_p.T + (obs & (y0 == 0)) @ log_q.T        # (models, G)
-    log_post = loglik - 0.5 * GRID[None, :] ** 2
-    w = np.exp(log_post - log_post.max(axis=1, keepdims=True))
-    return (w @ GRID) / w.sum(axis=1)
-
 
 def oracle_items(p: np.ndarray, width: float, level: float = 0.9) -> int:
     """Fewest items after which ``Var(S | θ)`` allows a ``width``-wide interval."""
@@ -79,7 +64,7 @@ def floor_row(name: str, data_dir: Path, width: float) -> dict:
     matrix = load_matrix(name, data_dir=data_dir)
     y = np.asarray(matrix.values, dtype=float)
     fit = fit_mml(y, model="2pl", compute_se=False, show_progress=False)
-    theta = eap_abilities(y, fit.a, fit.d)
+    theta, _ = fit.eap_theta(y)
     oracle, static = [], []
     for i, t in enumerate(theta):
         oracle.append(oracle_items(expit(fit.a * t + fit.d), width))

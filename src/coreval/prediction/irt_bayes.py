@@ -269,7 +269,8 @@ class IRTBayesPredictor(Predictor):
         also the number of posterior draws of a new model's ability, each paired
         with an item-parameter draw. A fit with posterior draws (``"svi"``,
         ``"nuts"``, or MAP with Laplace draws) is needed for the item-parameter
-        uncertainty. Hierarchical priors by default: on the 8 shared matrices (30 source models, seeds 0-1) they gave a lower
+        uncertainty. Hierarchical priors by default: on the 8 shared matrices (30
+        source models, seeds 0-1) they gave a lower
         RMSE than weak priors in 13 of 16 dataset × budget rows
         (benchmarks/irt_methods.py; gsm 10%: 5.2 vs 9.8 pp; measured with the
         earlier log-normal hierarchy on the discriminations, see
