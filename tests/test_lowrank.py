@@ -216,6 +216,27 @@ def test_bayes_row_features_inform_sparse_rows(rng):
     assert err["informed"] < 0.7 * err["plain"]
 
 
+def test_bayes_nuts_compiles_once_per_padded_shape(rng):
+    """Fits of new data of a similar size reuse one compiled sampler, and a seed repeats."""
+    from coreval.lowrank import bayes
+
+    opts = dict(rank=1, num_warmup=30, num_samples=20, max_tree_depth=4, seed=1)
+    bayes._RUNNERS.clear()
+    draws = []
+    for n_rows in (17, 20, 20):  # all padded to 2 * ROW_BLOCK rows
+        z = rng.normal(size=(n_rows, 6))
+        observed = rng.random(z.shape) < 0.7
+        post = bayes.fit_lowrank_nuts(z, observed, **opts)
+        assert post["loc"].shape == (20, n_rows, 6)
+        draws.append((z, observed, post["loc"]))
+    (runner,) = bayes._RUNNERS.values()
+    assert runner._cache_size() == 1
+    z, observed, loc = draws[-1]
+    np.testing.assert_array_equal(bayes.fit_lowrank_nuts(z, observed, **opts)["loc"], loc)
+    with pytest.raises(ValidationError, match="miss the model's sites"):
+        bayes._unconstrained_start((z, observed, 1, "column", 4.0, None), {"mu": 0.0}, 0)
+
+
 def test_bayes_rejects_bad_row_features():
     values = np.full((4, 3), 50.0)
     for bad, message in ((np.ones((3, 1)), "one row per model"),

@@ -284,6 +284,80 @@ def fit_lowrank_posterior(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
             "elbo_loss": np.asarray(losses, dtype=np.float64)}
 
 
+def _nuts_runner(rank: int, noise: str, df: float | None, num_warmup: int,
+                 num_samples: int, max_tree_depth: int) -> Any:
+    """Jitted "NUTS warm-up + draws, constrained" program for these options (cached).
+
+    ``MCMC.run`` builds and compiles a new sampler for every call (its cache lives on the
+    ``MCMC`` object and its potential closes over the data), which costs seconds per fit
+    and keeps every compiled program alive. Here the data are arguments of one jitted
+    function per option set, built on numpyro's functional NUTS (:func:`numpyro.infer.hmc.hmc`)
+    with the same defaults as :class:`numpyro.infer.NUTS` (diagonal mass matrix and step
+    size adapted during warm-up, target acceptance 0.8), so it compiles once per padded
+    data shape.
+    """
+    key = ("nuts", rank, noise, df, num_warmup, num_samples, max_tree_depth)
+    if key in _RUNNERS:
+        return _RUNNERS[key]
+    import jax
+    from numpyro.infer.hmc import hmc
+    from numpyro.infer.util import constrain_fn, potential_energy
+
+    def run(rng_key: Any, z: Any, mask: Any, features: Any,
+            start: dict) -> tuple[dict, Any]:
+        args = (z, mask, rank, noise, df, features)
+
+        def potential(params: dict) -> Any:
+            return potential_energy(lowrank_model, args, {}, params)
+
+        init_kernel, sample_kernel = hmc(potential, algo="NUTS")
+        state = init_kernel(start, num_warmup, max_tree_depth=max_tree_depth,
+                            rng_key=rng_key)
+        state = jax.lax.fori_loop(0, num_warmup, lambda _, st: sample_kernel(st), state)
+
+        def step(st: Any, _: Any) -> tuple[Any, tuple[dict, Any]]:
+            st = sample_kernel(st)
+            return st, (st.z, st.diverging)
+
+        _, (draws, diverging) = jax.lax.scan(step, state, None, length=num_samples)
+        constrained = jax.vmap(lambda p: constrain_fn(lowrank_model, args, {}, p,
+                                                      return_deterministic=True))(draws)
+        return constrained, diverging.sum()
+
+    _RUNNERS[key] = jax.jit(run)
+    return _RUNNERS[key]
+
+
+def _unconstrained_start(args: tuple, values: dict[str, np.ndarray] | None,
+                         seed: int) -> dict[str, Any]:
+    """Unconstrained starting point of NUTS for :func:`lowrank_model` with ``args``.
+
+    ``values`` (constrained, every latent site) are mapped through the model's transforms;
+    without them every unconstrained coordinate is uniform in ``[-0.1, 0.1]``, numpyro's
+    ``init_to_uniform(radius=0.1)``.
+    """
+    import jax
+    import jax.numpy as jnp
+    from numpyro.handlers import seed as seed_handler
+    from numpyro.handlers import trace
+    from numpyro.infer.util import unconstrain_fn
+
+    model = seed_handler(lowrank_model, jax.random.PRNGKey(int(seed)))
+    prior = {name: site["value"] for name, site in trace(model).get_trace(*args).items()
+             if site["type"] == "sample" and not site["is_observed"]}
+    if values is None:
+        shapes = {k: jnp.shape(v) for k, v in unconstrain_fn(lowrank_model, args, {},
+                                                             prior).items()}
+        keys = jax.random.split(jax.random.PRNGKey(int(seed) + 1), len(shapes))
+        return {name: jax.random.uniform(k, shape, jnp.float32, -0.1, 0.1)
+                for k, (name, shape) in zip(keys, sorted(shapes.items()), strict=True)}
+    missing = sorted(set(prior) - set(values))
+    if missing:
+        raise ValidationError(f"starting values miss the model's sites {missing}")
+    return unconstrain_fn(lowrank_model, args, {},
+                          {k: jnp.asarray(v, dtype=jnp.float32) for k, v in values.items()})
+
+
 def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
                      noise: Noise = "column", df: float | None = 4.0, num_warmup: int = 300,
                      num_samples: int = 300, max_tree_depth: int = 8,
@@ -294,6 +368,8 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
     Averaging over the posterior matters here: the low-rank fit of a sparse matrix has many
     nearly equivalent optima (a single Bias-ALS start is ~0.8 points worse in MedAE on the
     BenchPress folds than the authors' 10-start average), and NUTS integrates over them.
+    Rows are padded (fully masked, zero covariates) to a multiple of ``ROW_BLOCK`` so that
+    matrices of similar size share one compiled sampler (:func:`_nuts_runner`).
 
     Parameters
     ----------
@@ -306,7 +382,7 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
         NUTS settings (one chain).
     init : ALSState, optional
         Start the chain at a Bias-ALS fit (:func:`start_values`, covariate coefficients at
-        0); default numpyro's uniform initialisation.
+        0); default numpyro's uniform initialisation (radius 0.1, unconstrained space).
     row_features : ndarray of shape (n_rows, n_features), optional
         Standardised covariates of the rows (:func:`lowrank_model`).
     seed : int
@@ -322,8 +398,6 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
     """
     import jax
     import jax.numpy as jnp
-    from numpyro.infer import MCMC, NUTS
-    from numpyro.infer.initialization import init_to_uniform, init_to_value
 
     check_bayes_options(rank, noise, num_warmup, 1.0, num_samples)
     z = np.asarray(z, dtype=np.float64)
@@ -333,31 +407,34 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
                               f"and {observed.shape}")
     if df is not None and not df > 0:
         raise ValidationError(f"df must be > 0 (or None for a normal likelihood), got {df!r}")
-    features = (None if row_features is None else jnp.asarray(
-        check_row_features(row_features, z.shape[0]), dtype=jnp.float32))
-    if init is None:
-        strategy = init_to_uniform(radius=0.1)
-    else:
-        values = start_values(init, z, observed)
+    n_rows, n_cols = z.shape
+    pad = -n_rows % ROW_BLOCK
+    features = None
+    if row_features is not None:
+        features = jnp.asarray(np.pad(check_row_features(row_features, n_rows),
+                                      ((0, pad), (0, 0))), dtype=jnp.float32)
+    args = (jnp.asarray(np.pad(np.where(observed, z, 0.0), ((0, pad), (0, 0))),
+                        dtype=jnp.float32),
+            jnp.asarray(np.pad(observed, ((0, pad), (0, 0)))), int(rank), str(noise),
+            None if df is None else float(df), features)
+    values = None
+    if init is not None:
+        values = start_values(init, z, observed, pad)
         if features is not None:
-            values.update({"s_b": np.asarray(0.1), "B_raw": np.zeros((z.shape[1],
-                                                                     features.shape[1]))})
-        strategy = init_to_value(values={k: jnp.asarray(v, dtype=jnp.float32)
-                                         for k, v in values.items()})
-    kernel = NUTS(lowrank_model, init_strategy=strategy, max_tree_depth=int(max_tree_depth))
-    mcmc = MCMC(kernel, num_warmup=int(num_warmup), num_samples=int(num_samples),
-                progress_bar=False)
-    mcmc.run(jax.random.PRNGKey(int(seed)), jnp.asarray(np.where(observed, z, 0.0),
-                                                        dtype=jnp.float32),
-             jnp.asarray(observed), int(rank), str(noise), df, features,
-             extra_fields=("diverging",))
-    draws = {k: np.asarray(v, dtype=np.float64) for k, v in mcmc.get_samples().items()}
-    n_draws, n_cols = draws["loc"].shape[0], z.shape[1]
+            values.update({"s_b": np.asarray(0.1),
+                           "B_raw": np.zeros((n_cols, features.shape[1]))})
+    start = _unconstrained_start(args, values, int(seed))
+    run = _nuts_runner(int(rank), str(noise), args[4], int(num_warmup), int(num_samples),
+                       int(max_tree_depth))
+    samples, diverging = run(jax.random.PRNGKey(int(seed)), args[0], args[1], features, start)
+    draws = {k: np.asarray(v, dtype=np.float64) for k, v in samples.items()}
+    n_draws = draws["loc"].shape[0]
     V = (draws["V_raw"] * draws["s_f"][:, None, :] if rank > 0
          else np.zeros((n_draws, n_cols, 0)))
-    return {"loc": draws["loc"], "sigma": draws["sigma"][:, 0, :], "mu": draws["mu"],
-            "s_a": draws["s_a"], "c": draws["c_raw"] * draws["s_c"][:, None], "V": V,
-            "diverging": int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum())}
+    return {"loc": draws["loc"][:, :n_rows], "sigma": draws["sigma"][:, 0, :],
+            "mu": draws["mu"], "s_a": draws["s_a"],
+            "c": draws["c_raw"] * draws["s_c"][:, None], "V": V,
+            "diverging": int(diverging)}
 
 
 def predictive_draws(posterior: dict[str, np.ndarray], rng: np.random.Generator,
