@@ -410,7 +410,7 @@ NOTES = [
     "(seconds instead of minutes per step). Entropy and MI on the completed covariance ignore "
     "how many models report a benchmark and pick rarely reported ones.",
     "- `bayes-metadata` as a probe completer hides one model per completion, as `als-logit` "
-    "does (84 NUTS fits per probe set, about 30 s each); the covariates are known for a new "
+    "does (84 NUTS fits per probe set, about 13 s each); the covariates are known for a new "
     "model before any benchmark is run. With only five revealed scores the posterior mean "
     "shrinks a row towards the training models, which lowers the absolute errors of the "
     "hidden cells more than it orders close models (see its ranking column).",
@@ -421,10 +421,11 @@ NOTES = [
     "of one gave no gain on folds 4-9 (median MedAE 4.38 vs 4.36), so the posterior is not "
     "stuck in one mode; averaging the posterior mean with Bias-ALS (0.3 weight) neither "
     "(4.37).",
-    "- Monte Carlo error: NUTS draws depend on the floating-point order of XLA's reductions, "
-    "so the same seed under other XLA threading settings gives other chains; two such runs of "
-    "`bayes` gave a median MedAE over the 30 folds of 4.32 (this table, XLA on one thread) "
-    "and 4.39. Differences smaller than about 0.07 between the Bayesian rows are within that noise.",
+    "- Monte Carlo error: NUTS draws depend on the random stream and on the floating-point "
+    "order of XLA's reductions; three runs of `bayes` gave a median MedAE over the 30 folds "
+    "of 4.32 and 4.39 (an earlier sampler, XLA on one and on two threads) and 4.34 (this "
+    "table). Differences smaller than about 0.07 in MedAE, or 0.005 in ranking accuracy, "
+    "between the Bayesian rows are within that noise.",
     "- `bayes-metadata` adds the three covariates `models.csv` has (reasoning flag, open "
     "weights, release date; the two models without an open-weights entry get the column's "
     "mean), all of them, none chosen by their effect; "
@@ -434,9 +435,10 @@ NOTES = [
     "- Where a model reveals only a few scores (probes, new releases) the posterior mean "
     "shrinks its row towards the training models; Bias-ALS (lambda 0.1) extrapolates "
     "further, which pays for new releases that beat every older model.",
-    "- Timings were taken on the shared 2-core machine at a load average of about 5 (several "
-    "jobs at once), so absolute seconds are inflated; `bayes-conformal` runs two NUTS fits "
-    "per fold.",
+    "- Timings were taken on the shared 2-core machine with two of these jobs at once, "
+    "single-threaded; `bayes-conformal` runs two NUTS fits per fold. The first NUTS fit of "
+    "a process compiles the sampler (about 15 s); later fits of the same padded shape reuse "
+    "it.",
     "- `bias-als-variance` on MERGED: fold 8 has R² -3.3. GPT-3.5-Turbo's `mt_bench/stem`, "
     "a benchmark that 2 of the fold's training models report (both 9.7), is predicted at 4.7 "
     "by Bias-ALS (λ 0.1 barely constrains a column of 2 cells; the real score is 8.7); the "
