@@ -425,7 +425,11 @@ NOTES = [
     "order of XLA's reductions; three runs of `bayes` gave a median MedAE over the 30 folds "
     "of 4.32 and 4.39 (an earlier sampler, XLA on one and on two threads) and 4.34 (this "
     "table). Differences smaller than about 0.07 in MedAE, or 0.005 in ranking accuracy, "
-    "between the Bayesian rows are within that noise.",
+    "between the Bayesian rows of the held-out-cell table are within that noise. Probe "
+    "completions, where a hidden row reveals only 5 scores, vary more: `bayes-metadata` "
+    "gave 4.07 (earlier sampler) and 4.19 (this table) on the allowlist's "
+    "greedy-posterior-variance probes, 3.85 and 3.79 on the authors' chain, 3.91 and 3.93 "
+    "on the greedy-posterior-variance probes from all benchmarks.",
     "- `bayes-metadata` adds the three covariates `models.csv` has (reasoning flag, open "
     "weights, release date; the two models without an open-weights entry get the column's "
     "mean), all of them, none chosen by their effect; "
@@ -484,6 +488,13 @@ def goals_section(cache: Path) -> list[str]:
             bayes["width90_pooled"] < 27.17, 2)
         row("margin-5 ranking ≥ 0.93", "0.9205", bayes["rank_acc"], bayes["rank_acc"] >= 0.93,
             4)
+    ranked = {n: load(f"benchpress_{n}_30.json") for n in METHODS}
+    ranked = {n: r for n, r in ranked.items() if r}
+    if ranked:
+        top = max(ranked, key=lambda n: ranked[n]["rank_acc"])
+        row(f"  margin-5 ranking ≥ 0.93, any method (best: `{top}`, MedAE "
+            f"{ranked[top]['medae']:.3f}; see the Monte Carlo note)", "0.9205",
+            ranked[top]["rank_acc"], ranked[top]["rank_acc"] >= 0.93, 4)
     probes = OUR_RESULTS.get("probes-all-ours", [])
     if probes:
         best = min(probes, key=lambda r: r[2]["medae"])
