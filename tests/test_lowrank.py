@@ -235,6 +235,10 @@ def test_bayes_nuts_compiles_once_per_padded_shape(rng):
     np.testing.assert_array_equal(bayes.fit_lowrank_nuts(z, observed, **opts)["loc"], loc)
     with pytest.raises(ValidationError, match="miss the model's sites"):
         bayes._unconstrained_start((z, observed, 1, "column", 4.0, None), {"mu": 0.0}, 0)
+    # an ALS start has per-column noise sites; with one shared noise they are not sampled
+    start = bayes.start_values(fit_als(z, observed, rank=1, lam=0.1, seed=0), z, observed)
+    shared = bayes._unconstrained_start((z, observed, 1, "shared", 4.0, None), start, 0)
+    assert set(start) - set(shared) == {"tau", "e_sigma"}
 
 
 def test_bayes_rejects_bad_row_features():

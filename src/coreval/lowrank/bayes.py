@@ -332,8 +332,10 @@ def _unconstrained_start(args: tuple, values: dict[str, np.ndarray] | None,
                          seed: int) -> dict[str, Any]:
     """Unconstrained starting point of NUTS for :func:`lowrank_model` with ``args``.
 
-    ``values`` (constrained, every latent site) are mapped through the model's transforms;
-    without them every unconstrained coordinate is uniform in ``[-0.1, 0.1]``, numpyro's
+    ``values`` (constrained, every latent site; values of sites the model does not have
+    with these options, e.g. the per-column noise of :func:`start_values` under
+    ``noise="shared"``, are dropped) are mapped through the model's transforms; without them
+    every unconstrained coordinate is uniform in ``[-0.1, 0.1]``, numpyro's
     ``init_to_uniform(radius=0.1)``.
     """
     import jax
@@ -355,7 +357,7 @@ def _unconstrained_start(args: tuple, values: dict[str, np.ndarray] | None,
     if missing:
         raise ValidationError(f"starting values miss the model's sites {missing}")
     return unconstrain_fn(lowrank_model, args, {},
-                          {k: jnp.asarray(v, dtype=jnp.float32) for k, v in values.items()})
+                          {k: jnp.asarray(values[k], dtype=jnp.float32) for k in prior})
 
 
 def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
@@ -407,6 +409,7 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
                               f"and {observed.shape}")
     if df is not None and not df > 0:
         raise ValidationError(f"df must be > 0 (or None for a normal likelihood), got {df!r}")
+    df = None if df is None else float(df)
     n_rows, n_cols = z.shape
     pad = -n_rows % ROW_BLOCK
     features = None
@@ -415,8 +418,8 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
                                       ((0, pad), (0, 0))), dtype=jnp.float32)
     args = (jnp.asarray(np.pad(np.where(observed, z, 0.0), ((0, pad), (0, 0))),
                         dtype=jnp.float32),
-            jnp.asarray(np.pad(observed, ((0, pad), (0, 0)))), int(rank), str(noise),
-            None if df is None else float(df), features)
+            jnp.asarray(np.pad(observed, ((0, pad), (0, 0)))), int(rank), str(noise), df,
+            features)
     values = None
     if init is not None:
         values = start_values(init, z, observed, pad)
@@ -424,7 +427,7 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
             values.update({"s_b": np.asarray(0.1),
                            "B_raw": np.zeros((n_cols, features.shape[1]))})
     start = _unconstrained_start(args, values, int(seed))
-    run = _nuts_runner(int(rank), str(noise), args[4], int(num_warmup), int(num_samples),
+    run = _nuts_runner(int(rank), str(noise), df, int(num_warmup), int(num_samples),
                        int(max_tree_depth))
     samples, diverging = run(jax.random.PRNGKey(int(seed)), args[0], args[1], features, start)
     draws = {k: np.asarray(v, dtype=np.float64) for k, v in samples.items()}

@@ -270,10 +270,10 @@ class IRTBayesPredictor(Predictor):
         with an item-parameter draw. A fit with posterior draws (``"svi"``,
         ``"nuts"``, or MAP with Laplace draws) is needed for the item-parameter
         uncertainty. Hierarchical priors by default: on the 8 shared matrices (30
-        source models, seeds 0-1) they gave a lower
-        RMSE than weak priors in 13 of 16 dataset × budget rows
-        (benchmarks/irt_methods.py; gsm 10%: 5.2 vs 9.8 pp; measured with the
-        earlier log-normal hierarchy on the discriminations, see
+        source models, seeds 0-1) they gave a lower RMSE than weak priors in 13
+        of 16 dataset × budget rows (benchmarks/irt_methods.py; gsm 10%: 5.2 vs
+        9.8 pp; measured with the earlier log-normal hierarchy on the
+        discriminations, see
         :mod:`coreval.irt.priors`). ``priors="signed"`` lets the D = 1
         discriminations be negative (benchmarks/results/irt_misfit.md).
     seed : int
