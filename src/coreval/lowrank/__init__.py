@@ -11,7 +11,8 @@ mapped back.
 * :mod:`.bayes` — the same structure as a NumPyro model with priors, fitted by NUTS or SVI, and its
   posterior predictive;
 * :mod:`.complete` — completion of a native-scale matrix (point, interval, nested conformal
-  calibration and nested choice of rank and lambda on held-out training cells);
+  calibration, nested choice of rank and lambda on held-out training cells, and the Bayesian
+  model's rank chosen by PSIS-LOO of the training cells);
 * :mod:`.foldin` — a new model's bias and factors from its scores on a few benchmarks (ridge,
   or the empirical-Bayes posterior under the fitted rows' distribution);
 * :mod:`.probes` — the completed covariance that probe benchmarks are chosen on (greedy
@@ -20,6 +21,7 @@ mapped back.
 
 from coreval.lowrank.als import ALSState, als_init, als_reconstruct, als_step, complete_als, fit_als
 from coreval.lowrank.bayes import (
+    cell_log_likelihood,
     fit_lowrank_nuts,
     fit_lowrank_posterior,
     lowrank_model,
@@ -32,6 +34,7 @@ from coreval.lowrank.complete import (
     complete_bias_als,
     conformal_factor,
     inner_split,
+    loo_elpd,
     select_als,
 )
 from coreval.lowrank.transform import ColumnTransform, fit_transform, forward, inverse
@@ -43,6 +46,7 @@ __all__ = [
     "als_init",
     "als_reconstruct",
     "als_step",
+    "cell_log_likelihood",
     "complete_als",
     "complete_bayes",
     "complete_bias_als",
@@ -54,6 +58,7 @@ __all__ = [
     "forward",
     "inner_split",
     "inverse",
+    "loo_elpd",
     "lowrank_model",
     "predictive_draws",
     "select_als",

@@ -440,6 +440,25 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
             "diverging": int(diverging)}
 
 
+def cell_log_likelihood(posterior: dict[str, np.ndarray], z: np.ndarray, observed: np.ndarray,
+                        df: float | None = None) -> np.ndarray:
+    """Log-likelihood of every observed cell under every posterior draw, (n_draws, n_observed).
+
+    ``log p(z_ij | loc_ij, sigma_j)`` of the model's likelihood (Student-t with ``df`` degrees
+    of freedom, or normal), cells in row-major order of ``observed``; the input of PSIS-LOO
+    (:func:`arviz.loo`), which estimates the leave-one-cell-out predictive density.
+    """
+    from scipy import stats
+
+    observed = np.asarray(observed, dtype=bool)
+    loc = posterior["loc"][:, observed]
+    sigma = posterior["sigma"][:, np.nonzero(observed)[1]]
+    y = np.asarray(z, dtype=np.float64)[observed]
+    if df is None:
+        return stats.norm.logpdf(y, loc, sigma)
+    return stats.t.logpdf(y, df, loc, sigma)
+
+
 def predictive_draws(posterior: dict[str, np.ndarray], rng: np.random.Generator,
                      df: float | None = None) -> np.ndarray:
     """Posterior predictive draws of every cell, ``loc + sigma_j eps`` (n_draws, rows, cols).

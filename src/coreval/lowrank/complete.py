@@ -8,13 +8,16 @@ Each function takes a models x benchmarks matrix with NaN for unobserved cells a
 * :func:`complete_bayes` — the Bayesian model of :mod:`coreval.lowrank.bayes`, with the
   central ``level`` interval of the posterior predictive; ``calibration="conformal"`` widens
   or narrows it by normalised split conformal (Lei et al. 2018) on cells held out *inside*
-  the training cells (:func:`inner_split`), never on the cells being predicted;
+  the training cells (:func:`inner_split`), never on the cells being predicted; given
+  several ranks it fits each and keeps the one with the highest PSIS-LOO expected log
+  predictive density of the training cells (:func:`loo_elpd`);
 * :func:`select_als` — chooses ALS's rank and lambda on such inner held-out training cells.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -23,6 +26,7 @@ from coreval.lowrank.als import complete_als, fit_als
 from coreval.lowrank.bayes import (
     Guide,
     Noise,
+    cell_log_likelihood,
     check_row_features,
     fit_lowrank_nuts,
     fit_lowrank_posterior,
@@ -42,12 +46,16 @@ class Completion(NamedTuple):
         Central ``level`` interval (NaN when the method has none).
     interval : str
         ``"none"``, ``"posterior"`` or ``"posterior+conformal"``.
+    details : mapping, optional
+        What the method chose inside the fit (e.g. ``rank`` and each candidate's PSIS-LOO
+        ``elpd`` for :func:`complete_bayes` with several ranks).
     """
 
     mean: np.ndarray
     lower: np.ndarray
     upper: np.ndarray
     interval: str
+    details: Mapping[str, Any] | None = None
 
 
 def _prepare(values: np.ndarray, transform: Transform, fractions: bool = False):
@@ -141,30 +149,74 @@ def standardize_features(row_features: np.ndarray, n_rows: int) -> np.ndarray:
     return (x - x.mean(axis=0)) / sd
 
 
-def _bayes_z(z: np.ndarray, observed: np.ndarray, *, inference: str, rank: int,
-             noise: Noise, df: float | None, guide: Guide, n_steps: int,
-             learning_rate: float, num_warmup: int, num_samples: int, max_tree_depth: int,
-             level: float, init: str, row_features: np.ndarray | None,
-             seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Posterior mean of the cell means and the predictive median / central interval (z)."""
+def _bayes_posterior(z: np.ndarray, observed: np.ndarray, *, inference: str, rank: int,
+                     noise: Noise, df: float | None, guide: Guide, n_steps: int,
+                     learning_rate: float, num_warmup: int, num_samples: int,
+                     max_tree_depth: int, init: str, row_features: np.ndarray | None,
+                     seed: int) -> dict[str, np.ndarray]:
+    """Posterior draws of the Bayesian model (NUTS or SVI), started at Bias-ALS or at random."""
     start = (fit_als(z, observed, rank=rank, lam=0.1, seed=seed) if init == "als" else None)
     if inference == "nuts":
-        post = fit_lowrank_nuts(z, observed, rank=rank, noise=noise, df=df,
+        return fit_lowrank_nuts(z, observed, rank=rank, noise=noise, df=df,
                                 num_warmup=num_warmup, num_samples=num_samples,
                                 max_tree_depth=max_tree_depth, init=start,
                                 row_features=row_features, seed=seed)
-    else:
-        post = fit_lowrank_posterior(z, observed, rank=rank, noise=noise, guide=guide,
-                                     n_steps=n_steps, learning_rate=learning_rate,
-                                     n_draws=num_samples, init=start, seed=seed)
-        df = None
+    return fit_lowrank_posterior(z, observed, rank=rank, noise=noise, guide=guide,
+                                 n_steps=n_steps, learning_rate=learning_rate,
+                                 n_draws=num_samples, init=start, seed=seed)
+
+
+def _bayes_z(post: dict[str, np.ndarray], *, df: float | None, level: float, seed: int,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Posterior mean of the cell means and the predictive median / central interval (z)."""
     draws = predictive_draws(post, np.random.default_rng(seed), df)
     alpha = 1.0 - level
     lo, med, hi = np.quantile(draws, [alpha / 2, 0.5, 1 - alpha / 2], axis=0)
     return post["loc"].mean(axis=0), med, lo, hi
 
 
-def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: int = 2,
+def loo_elpd(post: dict[str, np.ndarray], z: np.ndarray, observed: np.ndarray,
+             df: float | None) -> tuple[float, float, float]:
+    """PSIS-LOO expected log predictive density of the observed cells.
+
+    Vehtari, Gelman & Gabry (2017), computed by :func:`arviz.loo` from
+    :func:`~coreval.lowrank.bayes.cell_log_likelihood`: each term estimates the density of
+    one cell from a fit without it, the held-out-cell question itself.
+
+    Returns
+    -------
+    elpd, se, share_high_k : float
+        The estimate, its standard error, and the share of cells whose Pareto k exceeds 0.7
+        (their importance weights are unreliable, typically cells of sparse rows).
+    """
+    import warnings
+
+    import arviz as az
+
+    ll = cell_log_likelihood(post, z, observed, df)
+    # the cells' means as the posterior group: arviz takes the draws' relative efficiency from it
+    data = az.from_dict(posterior={"loc": post["loc"][:, observed][None]},
+                        log_likelihood={"z": ll[None]})
+    with warnings.catch_warnings():  # high Pareto k: returned as a share, not a warning
+        warnings.simplefilter("ignore")
+        res = az.loo(data, pointwise=True)
+    return (float(res["elpd_loo"]), float(res["se"]),
+            float(np.mean(np.asarray(res["pareto_k"]) > 0.7)))
+
+
+def _check_ranks(rank: int | Sequence[int]) -> tuple[int, ...]:
+    ranks = (rank,) if isinstance(rank, int | np.integer) else tuple(rank)
+    if not ranks or any(isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 0
+                        for r in ranks):
+        raise ValidationError(f"rank must be a non-negative integer or a non-empty sequence of "
+                              f"them, got {rank!r}")
+    if len(set(ranks)) != len(ranks):
+        raise ValidationError(f"rank candidates repeat: {ranks}")
+    return tuple(int(r) for r in ranks)
+
+
+def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
+                   rank: int | Sequence[int] = 2,
                    noise: Noise = "column", df: float | None = 4.0,
                    inference: str = "nuts", num_warmup: int = 300, num_samples: int = 300,
                    max_tree_depth: int = 8,
@@ -180,7 +232,12 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
     values : ndarray of shape (n_models, n_benchmarks)
         Scores on native scales, NaN = unobserved.
     transform : {"logit", "identity"}
-    rank, noise, df
+    rank : int or sequence of int
+        Number of factors. Several candidates (e.g. ``(1, 2, 3, 4)``, NUTS only): each is
+        fitted to the training cells and the one with the highest PSIS-LOO expected log
+        predictive density of those cells (:func:`loo_elpd`) is used; the choice and every
+        candidate's elpd are in ``Completion.details``. Costs one NUTS fit per candidate.
+    noise, df
         Model options (:func:`coreval.lowrank.bayes.lowrank_model`); ``df`` is the Student-t
         likelihood's degrees of freedom (``None``: normal). SVI always uses a normal
         likelihood.
@@ -225,25 +282,44 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit", rank: 
         raise ValidationError(f"level must be in (0, 1), got {level}")
     if init not in ("als", "random"):
         raise ValidationError(f"init must be 'als' or 'random', got {init!r}")
+    ranks = _check_ranks(rank)
+    if len(ranks) > 1 and inference != "nuts":
+        raise ValidationError("choosing among several ranks needs inference='nuts' (PSIS-LOO "
+                              "of posterior draws)")
     _, ct, observed, z = _prepare(values, transform, fractions)
     if row_features is not None:
         if inference != "nuts":
             raise ValidationError("row_features need inference='nuts'")
         row_features = standardize_features(row_features, z.shape[0])
-    opts = dict(inference=inference, rank=rank, noise=noise, df=df, guide=guide,
-                n_steps=n_steps, learning_rate=learning_rate, num_warmup=num_warmup,
-                num_samples=num_samples, max_tree_depth=max_tree_depth, level=level, init=init,
-                row_features=row_features)
-    mean_z, med_z, lo_z, hi_z = _bayes_z(z, observed, seed=seed, **opts)
+    opts = dict(inference=inference, noise=noise, df=df, guide=guide, n_steps=n_steps,
+                learning_rate=learning_rate, num_warmup=num_warmup, num_samples=num_samples,
+                max_tree_depth=max_tree_depth, init=init, row_features=row_features)
+    lik_df = df if inference == "nuts" else None  # SVI's model is normal
+    details: dict[str, Any] = {}
+    if len(ranks) == 1:
+        post = _bayes_posterior(z, observed, rank=ranks[0], seed=seed, **opts)
+        chosen = ranks[0]
+    else:
+        posts = {r: _bayes_posterior(z, observed, rank=r, seed=seed, **opts) for r in ranks}
+        elpd = {r: loo_elpd(p, z, observed, lik_df) for r, p in posts.items()}
+        chosen = max(ranks, key=lambda r: elpd[r][0])
+        post = posts[chosen]
+        details = {"rank": chosen, "elpd": {r: v[0] for r, v in elpd.items()},
+                   "elpd_se": {r: v[1] for r, v in elpd.items()},
+                   "share_high_pareto_k": {r: v[2] for r, v in elpd.items()}}
+    mean_z, med_z, lo_z, hi_z = _bayes_z(post, df=lik_df, level=level, seed=seed)
     interval = "posterior"
     if calibration == "conformal":
         held = inner_split(observed, fraction=inner_fraction, seed=seed)
-        _, m_in, lo_in, hi_in = _bayes_z(z, observed & ~held, seed=seed + 1, **opts)
+        inner = _bayes_posterior(z, observed & ~held, rank=chosen, seed=seed + 1, **opts)
+        _, m_in, lo_in, hi_in = _bayes_z(inner, df=lik_df, level=level, seed=seed + 1)
         factor = conformal_factor(z[held], m_in[held], (hi_in - lo_in)[held] / 2, level)
         lo_z = med_z - factor * (med_z - lo_z)
         hi_z = med_z + factor * (hi_z - med_z)
         interval = "posterior+conformal"
-    return Completion(inverse(ct, mean_z), inverse(ct, lo_z), inverse(ct, hi_z), interval)
+        details["conformal_factor"] = factor
+    return Completion(inverse(ct, mean_z), inverse(ct, lo_z), inverse(ct, hi_z), interval,
+                      details or None)
 
 
 def select_als(values: np.ndarray, *, ranks: tuple[int, ...] = (1, 2, 3, 4),
