@@ -300,10 +300,12 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
         post = _bayes_posterior(z, observed, rank=ranks[0], seed=seed, **opts)
         chosen = ranks[0]
     else:
-        posts = {r: _bayes_posterior(z, observed, rank=r, seed=seed, **opts) for r in ranks}
-        elpd = {r: loo_elpd(p, z, observed, lik_df) for r, p in posts.items()}
-        chosen = max(ranks, key=lambda r: elpd[r][0])
-        post = posts[chosen]
+        elpd, post, chosen = {}, None, ranks[0]
+        for r in ranks:  # keep only the best posterior: draws of every cell are large
+            candidate = _bayes_posterior(z, observed, rank=r, seed=seed, **opts)
+            elpd[r] = loo_elpd(candidate, z, observed, lik_df)
+            if post is None or elpd[r][0] > elpd[chosen][0]:
+                post, chosen = candidate, r
         details = {"rank": chosen, "elpd": {r: v[0] for r, v in elpd.items()},
                    "elpd_se": {r: v[1] for r, v in elpd.items()},
                    "share_high_pareto_k": {r: v[2] for r, v in elpd.items()}}
