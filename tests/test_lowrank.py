@@ -437,6 +437,22 @@ def test_bayes_low_rank_imputer_does_not_depend_on_the_batch(bench_source):
     assert np.isfinite(together.mean).all()
 
 
+def test_bayes_low_rank_imputer_chooses_its_rank(bench_source):
+    """Given candidate ranks, the imputer keeps the PSIS-LOO choice (the simulated rank 2)."""
+    from coreval.base import Coreset
+    from coreval.prediction.lowrank_imputer import BayesLowRankImputer
+
+    full, source = bench_source
+    coreset = Coreset.from_indices(source, [1, 4, 7, 11, 15])
+    imputer = BayesLowRankImputer(rank=(0, 2), num_warmup=100, num_samples=60)
+    imputer.fit(source, coreset)
+    assert imputer.rank_ == 2 and set(imputer.rank_choice_["elpd"]) == {0, 2}
+    assert imputer.posterior_["V"].shape[-1] == 2
+    assert np.isfinite(imputer.predict(full[40:44, coreset.indices]).mean).all()
+    with pytest.raises(ValidationError, match="rank"):
+        BayesLowRankImputer(rank=()).fit(source, coreset)
+
+
 def test_low_rank_methods_are_declared():
     from coreval.methods.registry import get_method
 

@@ -11,8 +11,9 @@ mapped back.
 * :mod:`.bayes` — the same structure as a NumPyro model with priors, fitted by NUTS or SVI, and its
   posterior predictive;
 * :mod:`.complete` — completion of a native-scale matrix (point, interval, nested conformal
-  calibration, nested choice of rank and lambda on held-out training cells, and the Bayesian
-  model's rank chosen by PSIS-LOO of the training cells);
+  calibration and nested choice of rank and lambda on held-out training cells);
+* :mod:`.rank_choice` — the Bayesian model's rank chosen among candidates by PSIS-LOO of the
+  training cells;
 * :mod:`.foldin` — a new model's bias and factors from its scores on a few benchmarks (ridge,
   or the empirical-Bayes posterior under the fitted rows' distribution);
 * :mod:`.probes` — the completed covariance that probe benchmarks are chosen on (greedy
@@ -34,9 +35,9 @@ from coreval.lowrank.complete import (
     complete_bias_als,
     conformal_factor,
     inner_split,
-    loo_elpd,
     select_als,
 )
+from coreval.lowrank.rank_choice import fit_best_rank, loo_elpd
 from coreval.lowrank.transform import ColumnTransform, fit_transform, forward, inverse
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "complete_bias_als",
     "conformal_factor",
     "fit_als",
+    "fit_best_rank",
     "fit_lowrank_nuts",
     "fit_lowrank_posterior",
     "fit_transform",

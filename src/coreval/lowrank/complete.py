@@ -10,7 +10,8 @@ Each function takes a models x benchmarks matrix with NaN for unobserved cells a
   or narrows it by normalised split conformal (Lei et al. 2018) on cells held out *inside*
   the training cells (:func:`inner_split`), never on the cells being predicted; given
   several ranks it fits each and keeps the one with the highest PSIS-LOO expected log
-  predictive density of the training cells (:func:`loo_elpd`);
+  predictive density of the training cells
+  (:func:`coreval.lowrank.rank_choice.loo_elpd`);
 * :func:`select_als` — chooses ALS's rank and lambda on such inner held-out training cells.
 """
 
@@ -26,12 +27,12 @@ from coreval.lowrank.als import complete_als, fit_als
 from coreval.lowrank.bayes import (
     Guide,
     Noise,
-    cell_log_likelihood,
     check_row_features,
     fit_lowrank_nuts,
     fit_lowrank_posterior,
     predictive_draws,
 )
+from coreval.lowrank.rank_choice import check_ranks, fit_best_rank
 from coreval.lowrank.transform import Transform, check_matrix, fit_transform, forward, inverse
 
 
@@ -175,46 +176,6 @@ def _bayes_z(post: dict[str, np.ndarray], *, df: float | None, level: float, see
     return post["loc"].mean(axis=0), med, lo, hi
 
 
-def loo_elpd(post: dict[str, np.ndarray], z: np.ndarray, observed: np.ndarray,
-             df: float | None) -> tuple[float, float, float]:
-    """PSIS-LOO expected log predictive density of the observed cells.
-
-    Vehtari, Gelman & Gabry (2017), computed by :func:`arviz.loo` from
-    :func:`~coreval.lowrank.bayes.cell_log_likelihood`: each term estimates the density of
-    one cell from a fit without it, the held-out-cell question itself.
-
-    Returns
-    -------
-    elpd, se, share_high_k : float
-        The estimate, its standard error, and the share of cells whose Pareto k exceeds 0.7
-        (their importance weights are unreliable, typically cells of sparse rows).
-    """
-    import warnings
-
-    import arviz as az
-
-    ll = cell_log_likelihood(post, z, observed, df)
-    # the cells' means as the posterior group: arviz takes the draws' relative efficiency from it
-    data = az.from_dict(posterior={"loc": post["loc"][:, observed][None]},
-                        log_likelihood={"z": ll[None]})
-    with warnings.catch_warnings():  # high Pareto k: returned as a share, not a warning
-        warnings.simplefilter("ignore")
-        res = az.loo(data, pointwise=True)
-    return (float(res["elpd_loo"]), float(res["se"]),
-            float(np.mean(np.asarray(res["pareto_k"]) > 0.7)))
-
-
-def _check_ranks(rank: int | Sequence[int]) -> tuple[int, ...]:
-    ranks = (rank,) if isinstance(rank, int | np.integer) else tuple(rank)
-    if not ranks or any(isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 0
-                        for r in ranks):
-        raise ValidationError(f"rank must be a non-negative integer or a non-empty sequence of "
-                              f"them, got {rank!r}")
-    if len(set(ranks)) != len(ranks):
-        raise ValidationError(f"rank candidates repeat: {ranks}")
-    return tuple(int(r) for r in ranks)
-
-
 def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
                    rank: int | Sequence[int] = 2,
                    noise: Noise = "column", df: float | None = 4.0,
@@ -235,7 +196,8 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
     rank : int or sequence of int
         Number of factors. Several candidates (e.g. ``(1, 2, 3, 4)``, NUTS only): each is
         fitted to the training cells and the one with the highest PSIS-LOO expected log
-        predictive density of those cells (:func:`loo_elpd`) is used; the choice and every
+        predictive density of those cells
+        (:func:`~coreval.lowrank.rank_choice.loo_elpd`) is used; the choice and every
         candidate's elpd are in ``Completion.details``. Costs one NUTS fit per candidate.
     noise, df
         Model options (:func:`coreval.lowrank.bayes.lowrank_model`); ``df`` is the Student-t
@@ -282,7 +244,7 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
         raise ValidationError(f"level must be in (0, 1), got {level}")
     if init not in ("als", "random"):
         raise ValidationError(f"init must be 'als' or 'random', got {init!r}")
-    ranks = _check_ranks(rank)
+    ranks = check_ranks(rank)
     if len(ranks) > 1 and inference != "nuts":
         raise ValidationError("choosing among several ranks needs inference='nuts' (PSIS-LOO "
                               "of posterior draws)")
@@ -295,20 +257,11 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
                 learning_rate=learning_rate, num_warmup=num_warmup, num_samples=num_samples,
                 max_tree_depth=max_tree_depth, init=init, row_features=row_features)
     lik_df = df if inference == "nuts" else None  # SVI's model is normal
-    details: dict[str, Any] = {}
-    if len(ranks) == 1:
-        post = _bayes_posterior(z, observed, rank=ranks[0], seed=seed, **opts)
-        chosen = ranks[0]
-    else:
-        elpd, post, chosen = {}, None, ranks[0]
-        for r in ranks:  # keep only the best posterior: draws of every cell are large
-            candidate = _bayes_posterior(z, observed, rank=r, seed=seed, **opts)
-            elpd[r] = loo_elpd(candidate, z, observed, lik_df)
-            if post is None or elpd[r][0] > elpd[chosen][0]:
-                post, chosen = candidate, r
-        details = {"rank": chosen, "elpd": {r: v[0] for r, v in elpd.items()},
-                   "elpd_se": {r: v[1] for r, v in elpd.items()},
-                   "share_high_pareto_k": {r: v[2] for r, v in elpd.items()}}
+    post, choice = fit_best_rank(
+        lambda r: _bayes_posterior(z, observed, rank=r, seed=seed, **opts), ranks, z, observed,
+        lik_df)
+    details: dict[str, Any] = dict(choice or {})
+    chosen = details.get("rank", ranks[0])
     mean_z, med_z, lo_z, hi_z = _bayes_z(post, df=lik_df, level=level, seed=seed)
     interval = "posterior"
     if calibration == "conformal":

@@ -21,6 +21,7 @@ benchmarks gets a NaN row.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ from coreval.lowrank import (
     inverse,
 )
 from coreval.lowrank.foldin import als_fold_in, als_row_prior, bayes_fold_in
+from coreval.lowrank.rank_choice import check_ranks, fit_best_rank
 
 FOLD_INS: tuple[str, ...] = ("prior", "ridge")
 
@@ -204,8 +206,11 @@ class BayesLowRankImputer(Predictor):
 
     Parameters
     ----------
-    rank : int
-        Number of factors.
+    rank : int or sequence of int
+        Number of factors. Several candidates (e.g. ``(1, 2, 3, 4)``): each is fitted to the
+        source models and the one with the highest PSIS-LOO expected log predictive density
+        of their observed cells is kept (:func:`coreval.lowrank.fit_best_rank`; one NUTS
+        fit per candidate).
     df : float or None
         Student-t degrees of freedom of the likelihood (``None``: normal).
     noise : {"column", "shared"}
@@ -223,13 +228,18 @@ class BayesLowRankImputer(Predictor):
     transform_ : ColumnTransform
     posterior_ : dict
         Draws of the column parameters (:func:`coreval.lowrank.fit_lowrank_nuts`).
+    rank_ : int
+        The rank used.
+    rank_choice_ : dict or None
+        The PSIS-LOO scores behind the choice (None for a single rank).
     columns_ : ndarray of str
     """
 
     task = "impute"
     allows_missing_responses = True
 
-    def __init__(self, rank: int = 2, df: float | None = 4.0, *, noise: str = "column",
+    def __init__(self, rank: int | Sequence[int] = 2, df: float | None = 4.0, *,
+                 noise: str = "column",
                  transform: str = "logit", num_warmup: int = 300, num_samples: int = 300,
                  level: float = 0.9, seed: int = 0) -> None:
         self.rank = rank
@@ -242,23 +252,26 @@ class BayesLowRankImputer(Predictor):
         self.seed = seed
 
     def _options(self) -> dict[str, Any]:
-        return {"rank": self.rank, "noise": self.noise, "df": self.df,
-                "num_warmup": self.num_warmup, "num_samples": self.num_samples,
-                "seed": self.seed}
+        return {"noise": self.noise, "df": self.df, "num_warmup": self.num_warmup,
+                "num_samples": self.num_samples, "seed": self.seed}
 
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
         _check_level(self.level)
         ct, observed, z = _z_source(np.asarray(source.values, dtype=np.float64),
                                     self.transform)
         options = self._options()
-        key = ("bayes-lowrank", source_fingerprint(source), self.transform,
+        ranks = check_ranks(self.rank)
+        key = ("bayes-lowrank", source_fingerprint(source), self.transform, ranks,
                tuple(sorted(options.items())))
 
-        def fit() -> dict[str, np.ndarray]:
-            start = fit_als(z, observed, rank=self.rank, lam=0.1, seed=self.seed)
-            return fit_lowrank_nuts(z, observed, init=start, **options)
+        def fit_rank(rank: int) -> dict[str, np.ndarray]:
+            start = fit_als(z, observed, rank=rank, lam=0.1, seed=self.seed)
+            return fit_lowrank_nuts(z, observed, rank=rank, init=start, **options)
 
-        self.posterior_ = get_or_fit(self.cache_, key, fit)
+        self.posterior_, self.rank_choice_ = get_or_fit(
+            self.cache_, key, lambda: fit_best_rank(fit_rank, ranks, z, observed, self.df))
+        self.rank_ = (ranks[0] if self.rank_choice_ is None
+                      else int(self.rank_choice_["rank"]))
         self.transform_ = ct
         self.columns_ = source.items
 
