@@ -157,8 +157,8 @@ def completion_section(values: np.ndarray, folds, methods: list[str],
              f"{AUTHORS['medae']:.3f} | {AUTHORS['medae_mean']:.3f} | {AUTHORS['range']} | "
              f"{AUTHORS['pooled']:.3f} | ({AUTHORS['coverage']:.3f}) | ({AUTHORS['width']:.2f}) | "
              f"{AUTHORS['rank_acc']:.4f} | {AUTHORS['seconds_30'] / 30:.1f} |"]
-    for name in methods:
-        s = run_method(name, values, folds, cache)
+    summaries = {name: run_method(name, values, folds, cache) for name in methods}
+    for name, s in summaries.items():
         cov_pooled = s["coverage90_pooled"] if np.isfinite(s["width90_pooled"]) else np.nan
         lines.append(
             f"| {name} | {s['medae']:.3f} | {s['medae_mean']:.3f} | "
@@ -167,8 +167,8 @@ def completion_section(values: np.ndarray, folds, methods: list[str],
             f"{fmt(s['width90'], 2)} ({fmt(s['width90_pooled'], 2)}) | {s['rank_acc']:.4f} | "
             f"{s['seconds']:.2f} |")
     lines.append("")
-    for name in methods:
-        chosen = run_method(name, values, folds, cache).get("ranks_chosen")
+    for name, s in summaries.items():
+        chosen = s.get("ranks_chosen")
         if chosen:
             counts = ", ".join(f"rank {r} in {chosen.count(r)}" for r in sorted(set(chosen)))
             lines += [f"Ranks chosen by PSIS-LOO in `{name}`: {counts} of the "
