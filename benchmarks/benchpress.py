@@ -440,7 +440,10 @@ NOTES = [
     "(every candidate scored with 84 completions), so their MedAE is in-sample for the probe "
     "choice; the greedy-posterior-variance probes come from the completed covariance alone "
     "(seconds instead of minutes per step). Entropy and MI on the completed covariance ignore "
-    "how many models report a benchmark and pick rarely reported ones.",
+    "how many models report a benchmark and pick rarely reported ones. The greedy search "
+    "itself is `coreval.harness.probe_search.greedy_probe_search`; run with the authors' "
+    "completer on the allowlist (`benchmarks/probe_search.py`, 42 min on 2 cores) it picks "
+    "their chain with their MedAE at each of the 5 steps (`probe_search_allowlist.md`).",
     "- `bayes-metadata` as a probe completer hides one model per completion, as `als-logit` "
     "does (84 NUTS fits per probe set, about 13 s each); the covariates are known for a new "
     "model before any benchmark is run. With only five revealed scores the posterior mean "
