@@ -209,11 +209,10 @@ FAMILIES = {
     "GPT-5.1": ("gpt-5.1",),
 }
 
-#: Probe sets also scored with the Bayesian completer.
+#: Probe sets scored by each completer besides ``als-logit`` (which scores them all): NUTS
+#: fits are slow, and the rank-choosing completer runs four per held-out model.
 BAYES_PROBE_SETS = ("BenchPress greedy (all)", "greedy posterior variance")
-
-#: Probe sets scored with the rank-choosing completer (four NUTS fits per held-out model).
-LOO_PROBE_SETS = ("BenchPress greedy (all)",)
+PROBE_SETS_OF = {"bayes-metadata-loo": ("BenchPress greedy (all)",)}
 
 #: Our best numbers per experiment, filled while the sections are written (for the goals).
 OUR_RESULTS: dict[str, list] = {}
@@ -280,9 +279,8 @@ def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
                          f"{fmt(hidden)} | {fmt(rank)} |")
         for name, probes in sets.items():
             for comp in completers:
-                if comp != "als-logit" and name not in BAYES_PROBE_SETS:
-                    continue  # NUTS fits are slow: the main probe sets only
-                if comp == "bayes-metadata-loo" and name not in LOO_PROBE_SETS:
+                if comp != "als-logit" and name not in PROBE_SETS_OF.get(comp,
+                                                                        BAYES_PROBE_SETS):
                     continue
                 path = (None if cache is None else
                         cache / f"benchpress_probes_{pool}_{'-'.join(map(str, probes))}_{comp}.json")
