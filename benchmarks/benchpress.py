@@ -21,7 +21,10 @@ Methods (every hyperparameter choice is made inside the fold, from training cell
 * ``bayes-metadata``, ``bayes-metadata-conformal``: the same two with the models' metadata of
   ``models.csv`` (reasoning flag, open weights, release date in years) as row covariates;
 * ``bayes-metadata-loo-conformal``: ``bayes-metadata-conformal`` with the rank chosen in each
-  fold among 1-4 by PSIS-LOO of the fold's training cells (the rank choice is recorded).
+  fold among 1-4 by PSIS-LOO of the fold's training cells (the rank choice is recorded);
+* ``bayes-metadata-stack-conformal``: the same four ranks mixed with Bayesian stacking
+  weights (PSIS-LOO log score of the mixture, Yao et al. 2018) instead of keeping one;
+  the conformal factor's inner fit stacks again on its cells (the weights are recorded).
 
 Run from the repository root::
 
@@ -108,6 +111,9 @@ METHODS = {
         tr, rank=2, df=4.0, calibration="conformal", row_features=model_features()),
     "bayes-metadata-loo-conformal": lambda tr: _recorded(complete_bayes(
         tr, rank=(1, 2, 3, 4), df=4.0, calibration="conformal", row_features=model_features())),
+    "bayes-metadata-stack-conformal": lambda tr: _recorded(complete_bayes(
+        tr, rank=(1, 2, 3, 4), rank_combination="stack", df=4.0, calibration="conformal",
+        row_features=model_features())),
 }
 #: Choices made inside the folds (``Completion.details``) of the method being run.
 CHOICES: list[dict] = []
@@ -133,6 +139,9 @@ def run_method(name: str, values: np.ndarray, folds, cache: Path | None) -> dict
     _, summary, _ = evaluate_cells(values, folds, METHODS[name])
     if CHOICES and "rank" in CHOICES[0]:
         summary["ranks_chosen"] = [int(c["rank"]) for c in CHOICES]
+    if CHOICES and "weights" in CHOICES[0]:
+        summary["rank_weights"] = [{str(r): w for r, w in c["weights"].items()}
+                                   for c in CHOICES]
     print(f"{name}: {summary} ({time.perf_counter() - start:.0f} s)", file=sys.stderr,
           flush=True)
     if path is not None:
@@ -169,7 +178,13 @@ def completion_section(values: np.ndarray, folds, methods: list[str],
     lines.append("")
     for name, s in summaries.items():
         chosen = s.get("ranks_chosen")
-        if chosen:
+        weights = s.get("rank_weights")
+        if weights:
+            mean = {r: np.mean([w[r] for w in weights]) for r in weights[0]}
+            listed = ", ".join(f"rank {r} {w:.2f}" for r, w in mean.items())
+            lines += [f"Stacking weights in `{name}` (mean over the {len(weights)} folds): "
+                      f"{listed}.", ""]
+        elif chosen:
             counts = ", ".join(f"rank {r} in {chosen.count(r)}" for r in sorted(set(chosen)))
             lines += [f"Ranks chosen by PSIS-LOO in `{name}`: {counts} of the "
                       f"{len(chosen)} folds.", ""]
@@ -212,7 +227,8 @@ FAMILIES = {
 #: Probe sets scored by each completer besides ``als-logit`` (which scores them all): NUTS
 #: fits are slow, and the rank-choosing completer runs four per held-out model.
 BAYES_PROBE_SETS = ("BenchPress greedy (all)", "greedy posterior variance")
-PROBE_SETS_OF = {"bayes-metadata-loo": ("BenchPress greedy (all)",)}
+PROBE_SETS_OF = {"bayes-metadata-loo": ("BenchPress greedy (all)",),
+                 "bayes-metadata-stack": ("BenchPress greedy (all)",)}
 
 #: Our best numbers per experiment, filled while the sections are written (for the goals).
 OUR_RESULTS: dict[str, list] = {}
@@ -225,6 +241,9 @@ PROBE_COMPLETERS = {
                                                  row_features=model_features()), 1),
     "bayes-metadata-loo": (lambda tr: complete_bayes(tr, rank=(1, 2, 3, 4), df=4.0,
                                                      row_features=model_features()), 1),
+    "bayes-metadata-stack": (lambda tr: complete_bayes(
+        tr, rank=(1, 2, 3, 4), rank_combination="stack", df=4.0,
+        row_features=model_features()), 1),
 }
 
 
@@ -511,7 +530,7 @@ def goals_section(cache: Path) -> list[str]:
     rs = load("benchpress_als-logit-rs_30.json")
     conformal = {name: load(f"benchpress_{name}_30.json")
                  for name in ("bayes-conformal", "bayes-metadata-conformal",
-                              "bayes-metadata-loo-conformal")}
+                              "bayes-metadata-loo-conformal", "bayes-metadata-stack-conformal")}
     conformal = {name: s for name, s in conformal.items() if s}
     name = min(conformal, key=lambda n: conformal[n]["medae"]) if conformal else None
     bayes = conformal.get(name)

@@ -37,7 +37,7 @@ from coreval.lowrank.complete import (
     inner_split,
     select_als,
 )
-from coreval.lowrank.rank_choice import fit_best_rank, loo_elpd
+from coreval.lowrank.rank_choice import fit_best_rank, loo_elpd, stack_ranks
 from coreval.lowrank.transform import ColumnTransform, fit_transform, forward, inverse
 
 __all__ = [
@@ -64,5 +64,6 @@ __all__ = [
     "lowrank_model",
     "predictive_draws",
     "select_als",
+    "stack_ranks",
     "start_values",
 ]

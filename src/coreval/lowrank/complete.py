@@ -32,7 +32,7 @@ from coreval.lowrank.bayes import (
     fit_lowrank_posterior,
     predictive_draws,
 )
-from coreval.lowrank.rank_choice import check_ranks, fit_best_rank
+from coreval.lowrank.rank_choice import check_ranks, fit_best_rank, stack_ranks
 from coreval.lowrank.transform import Transform, check_matrix, fit_transform, forward, inverse
 
 
@@ -177,7 +177,7 @@ def _bayes_z(post: dict[str, np.ndarray], *, df: float | None, level: float, see
 
 
 def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
-                   rank: int | Sequence[int] = 2,
+                   rank: int | Sequence[int] = 2, rank_combination: str = "select",
                    noise: Noise = "column", df: float | None = 4.0,
                    inference: str = "nuts", num_warmup: int = 300, num_samples: int = 300,
                    max_tree_depth: int = 8,
@@ -199,6 +199,13 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
         predictive density of those cells
         (:func:`~coreval.lowrank.rank_choice.loo_elpd`) is used; the choice and every
         candidate's elpd are in ``Completion.details``. Costs one NUTS fit per candidate.
+    rank_combination : {"select", "stack"}
+        With several candidate ranks: keep the one with the highest PSIS-LOO elpd
+        (``"select"``), or mix all of them with Bayesian stacking weights
+        (``"stack"``, :func:`~coreval.lowrank.rank_choice.stack_ranks`; the weights are in
+        ``Completion.details``). Same cost; with ``calibration="conformal"`` the inner fit
+        repeats the combination on its cells (one NUTS fit per candidate with
+        ``"stack"``, one with ``"select"``).
     noise, df
         Model options (:func:`coreval.lowrank.bayes.lowrank_model`); ``df`` is the Student-t
         likelihood's degrees of freedom (``None``: normal). SVI always uses a normal
@@ -245,6 +252,9 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
     if init not in ("als", "random"):
         raise ValidationError(f"init must be 'als' or 'random', got {init!r}")
     ranks = check_ranks(rank)
+    if rank_combination not in ("select", "stack"):
+        raise ValidationError(f"rank_combination must be 'select' or 'stack', got "
+                              f"{rank_combination!r}")
     if len(ranks) > 1 and inference != "nuts":
         raise ValidationError("choosing among several ranks needs inference='nuts' (PSIS-LOO "
                               "of posterior draws)")
@@ -257,7 +267,8 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
                 learning_rate=learning_rate, num_warmup=num_warmup, num_samples=num_samples,
                 max_tree_depth=max_tree_depth, init=init, row_features=row_features)
     lik_df = df if inference == "nuts" else None  # SVI's model is normal
-    post, choice = fit_best_rank(
+    combine = stack_ranks if rank_combination == "stack" else fit_best_rank
+    post, choice = combine(
         lambda r: _bayes_posterior(z, observed, rank=r, seed=seed, **opts), ranks, z, observed,
         lik_df)
     details: dict[str, Any] = dict(choice or {})
@@ -266,7 +277,13 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
     interval = "posterior"
     if calibration == "conformal":
         held = inner_split(observed, fraction=inner_fraction, seed=seed)
-        inner = _bayes_posterior(z, observed & ~held, rank=chosen, seed=seed + 1, **opts)
+        inner_observed = observed & ~held
+        if rank_combination == "stack":
+            inner, _ = stack_ranks(lambda r: _bayes_posterior(
+                z, inner_observed, rank=r, seed=seed + 1, **opts), ranks, z, inner_observed,
+                lik_df)
+        else:
+            inner = _bayes_posterior(z, inner_observed, rank=chosen, seed=seed + 1, **opts)
         _, m_in, lo_in, hi_in = _bayes_z(inner, df=lik_df, level=level, seed=seed + 1)
         factor = conformal_factor(z[held], m_in[held], (hi_in - lo_in)[held] / 2, level)
         lo_z = med_z - factor * (med_z - lo_z)

@@ -6,6 +6,12 @@ importance-sampling estimate of its leave-one-out expected log predictive densit
 cross-validation and WAIC"), computed by :func:`arviz.loo` from every observed cell's
 log-likelihood (:func:`coreval.lowrank.bayes.cell_log_likelihood`). Leaving one *cell* out
 is the held-out-cell question of matrix completion itself, and it needs no refit.
+
+Instead of keeping the best rank, :func:`stack_ranks` mixes the candidates' posterior
+predictive distributions with Bayesian stacking weights (Yao, Vehtari, Simpson & Gelman
+2018, "Using stacking to average Bayesian predictive distributions"), the weights that
+maximise the PSIS-LOO log score of the mixture (:func:`arviz.compare`,
+``method="stacking"``).
 """
 
 from __future__ import annotations
@@ -42,15 +48,23 @@ def loo_elpd(post: dict[str, np.ndarray], z: np.ndarray, observed: np.ndarray,
     """
     import arviz as az
 
-    ll = cell_log_likelihood(post, z, observed, df)
-    # the cells' means as the posterior group: arviz takes the draws' relative efficiency from it
-    data = az.from_dict(posterior={"loc": post["loc"][:, observed][None]},
-                        log_likelihood={"z": ll[None]})
+    data = _loo_data(post, z, observed, df)
     with warnings.catch_warnings():  # high Pareto k: returned as a share, not a warning
         warnings.simplefilter("ignore")
         res = az.loo(data, pointwise=True)
     return (float(res["elpd_loo"]), float(res["se"]),
             float(np.mean(np.asarray(res["pareto_k"]) > 0.7)))
+
+
+def _loo_data(post: dict[str, np.ndarray], z: np.ndarray, observed: np.ndarray,
+              df: float | None) -> Any:
+    """InferenceData of the observed cells' means and log-likelihood, the input of arviz's LOO."""
+    import arviz as az
+
+    ll = cell_log_likelihood(post, z, observed, df)
+    # the cells' means as the posterior group: arviz takes the draws' relative efficiency from it
+    return az.from_dict(posterior={"loc": post["loc"][:, observed][None]},
+                        log_likelihood={"z": ll[None]})
 
 
 def check_ranks(rank: int | Sequence[int]) -> tuple[int, ...]:
@@ -100,3 +114,70 @@ def fit_best_rank(fit: Callable[[int], dict[str, np.ndarray]], ranks: Sequence[i
     return best, {"rank": chosen, "elpd": {r: v[0] for r, v in scores.items()},
                   "elpd_se": {r: v[1] for r, v in scores.items()},
                   "share_high_pareto_k": {r: v[2] for r, v in scores.items()}}
+
+
+def mixture_counts(weights: np.ndarray, n_draws: int) -> np.ndarray:
+    """Draws per component of a mixture of ``n_draws``: ``weights * n_draws``, rounded by
+    largest remainder so the counts sum to ``n_draws`` (deterministic, unlike a multinomial).
+    """
+    raw = np.asarray(weights, dtype=float) / np.sum(weights) * n_draws
+    counts = np.floor(raw).astype(int)
+    order = np.argsort(-(raw - counts), kind="stable")
+    counts[order[: n_draws - counts.sum()]] += 1
+    return counts
+
+
+def stack_ranks(fit: Callable[[int], dict[str, np.ndarray]], ranks: Sequence[int],
+                z: np.ndarray, observed: np.ndarray, df: float | None,
+                ) -> tuple[dict[str, np.ndarray], dict[str, Any] | None]:
+    """Fit every candidate rank and mix their posteriors with Bayesian stacking weights.
+
+    The weights ``w`` maximise ``sum_i log sum_k w_k p_k(z_i | z_-i)`` over the simplex,
+    with each candidate's leave-one-cell-out predictive density estimated by PSIS-LOO
+    (Yao et al. 2018; :func:`arviz.compare` with ``method="stacking"``). The mixture is
+    returned as draws: of the ``n`` draws of each candidate, ``w_k n`` (rounded by
+    :func:`mixture_counts`) evenly spaced ones of candidate ``k``, so the mixture has ``n``
+    draws of the cells' means ``loc`` and the noise scales ``sigma``, which is all the
+    posterior predictive needs (the factors differ in shape between ranks and are dropped).
+
+    Parameters
+    ----------
+    fit, ranks, z, observed, df
+        As in :func:`fit_best_rank`.
+
+    Returns
+    -------
+    posterior : dict
+        ``loc`` (n_draws, n_rows, n_cols) and ``sigma`` (n_draws, n_cols) of the mixture
+        (a single candidate's full draws when only one rank is given).
+    details : dict or None
+        ``weights`` and, as in :func:`fit_best_rank`, ``rank`` (the largest weight),
+        ``elpd``, ``elpd_se`` and ``share_high_pareto_k`` per candidate; None for a
+        single candidate.
+    """
+    import arviz as az
+
+    ranks = check_ranks(tuple(ranks))
+    if len(ranks) == 1:
+        return fit(ranks[0]), None
+    posts = {r: fit(r) for r in ranks}
+    data = {str(r): _loo_data(p, z, observed, df) for r, p in posts.items()}
+    with warnings.catch_warnings():  # high Pareto k: returned as a share, not a warning
+        warnings.simplefilter("ignore")
+        table = az.compare(data, method="stacking")
+        loo = {r: az.loo(data[str(r)], pointwise=True) for r in ranks}
+    weights = np.array([float(table.loc[str(r), "weight"]) for r in ranks])
+    n_draws = min(p["loc"].shape[0] for p in posts.values())
+    parts: dict[str, list[np.ndarray]] = {"loc": [], "sigma": []}
+    for r, count in zip(ranks, mixture_counts(weights, n_draws), strict=True):
+        take = np.round(np.linspace(0, posts[r]["loc"].shape[0] - 1, count)).astype(int)
+        for name in parts:
+            parts[name].append(posts[r][name][take])
+    mixture = {name: np.concatenate(arrays) for name, arrays in parts.items()}
+    return mixture, {
+        "rank": ranks[int(np.argmax(weights))],
+        "weights": {r: float(w) for r, w in zip(ranks, weights, strict=True)},
+        "elpd": {r: float(v["elpd_loo"]) for r, v in loo.items()},
+        "elpd_se": {r: float(v["se"]) for r, v in loo.items()},
+        "share_high_pareto_k": {r: float(np.mean(np.asarray(v["pareto_k"]) > 0.7))
+                                for r, v in loo.items()}}
