@@ -276,9 +276,10 @@ def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
              "hidden: the non-probe cells only; ranking: margin-5 pairwise ranking accuracy "
              "(pairs with a hidden cell, per benchmark, median over benchmarks). `als-logit` "
              "and `bayes-metadata` (the Bayesian model with the models' metadata) complete "
-             "once per model (the authors' protocol), and so does `bayes-metadata-loo`, which "
-             "chooses the rank among 1-4 in each completion by PSIS-LOO (scored on the "
-             "authors' chain only: four NUTS fits per model); `bayes` hides 7 consecutive "
+             "once per model (the authors' protocol), and so do `bayes-metadata-loo`, which "
+             "chooses the rank among 1-4 in each completion by PSIS-LOO, and "
+             "`bayes-metadata-stack`, which mixes the four ranks by stacking weights (both "
+             "scored on the authors' chain only: four NUTS fits per model); `bayes` hides 7 consecutive "
              "models of the matrix per completion (often one family, so it is harder), and "
              "`als-logit-g7` is Bias-ALS under that same grouping, the fair comparison. Our "
              "probe sets are chosen on the completed covariance of the whole "
@@ -487,6 +488,23 @@ NOTES = [
     "completer, as the authors ran. In the Table 4 section, `bayes-lowrank-mi` with the same "
     "choice on the training models (`BayesLowRankImputer(rank=(1, 2, 3, 4))`) gains a little "
     "R² on both matrices and stays below the Gaussian imputer.",
+    "- `bayes-metadata-stack-conformal` and the `bayes-metadata-stack` completer keep all "
+    "four ranks and mix their posterior predictive distributions with Bayesian stacking "
+    "weights (Yao, Vehtari, Simpson & Gelman 2018: the weights that maximise the PSIS-LOO "
+    "log score of the mixture of the training cells; `complete_bayes(rank=(1, 2, 3, 4), "
+    "rank_combination=\"stack\")`), from the same four NUTS fits as the rank choice; its "
+    "conformal factor's inner fit stacks again on the inner cells (eight NUTS fits per "
+    "fold). Rank 4 gets most of the weight, rank 3 most of the rest, rank 1 a few per cent "
+    "and rank 2 almost none. Stacking was tried after the rank choice because selecting one "
+    "model discards the others' predictive information (the argument of Yao et al.); on the "
+    "first 12 folds, before the 30-fold run, the stacked posterior mean had a lower fold "
+    "MedAE than the chosen rank's in 9 of 12 folds (mean 4.250 → 4.215). Over the 30 folds "
+    "the median MedAE is 4.184 against 4.209 and the pooled coverage 0.882 against 0.879: "
+    "below the 4.2 goal and inside the 0.88-0.92 band, but both differences are inside "
+    "the Monte Carlo noise stated below, so the goal is met by a margin of that size. On "
+    "the authors' probe chain it gives 3.805 (hidden cells 4.476, ranking 0.833), again "
+    "within the noise of the rank choice (3.814 / 4.494 / 0.833). It was not run on the "
+    "new releases.",
     "- Monte Carlo error: NUTS draws depend on the random stream and on the floating-point "
     "order of XLA's reductions; three runs of `bayes` gave a median MedAE over the 30 folds "
     "of 4.32 and 4.39 (an earlier sampler, XLA on one and on two threads) and 4.34 (this "
@@ -609,7 +627,7 @@ def main(argv: list[str] | None = None) -> None:
                         choices=["cells", "probes", "temporal", "other"])
     parser.add_argument("--probe-completers", nargs="+",
                         default=["als-logit", "als-logit-g7", "bayes", "bayes-metadata",
-                                 "bayes-metadata-loo"],
+                                 "bayes-metadata-loo", "bayes-metadata-stack"],
                         choices=list(PROBE_COMPLETERS))
     parser.add_argument("--temporal-seeds", type=int, nargs=4, default=[10, 10, 10, 10],
                         metavar=("ALS", "BAYES", "BAYES_METADATA", "BAYES_METADATA_LOO"),
