@@ -120,7 +120,8 @@ def mixture_counts(weights: np.ndarray, n_draws: int) -> np.ndarray:
     """Draws per component of a mixture of ``n_draws``: ``weights * n_draws``, rounded by
     largest remainder so the counts sum to ``n_draws`` (deterministic, unlike a multinomial).
     """
-    raw = np.asarray(weights, dtype=float) / np.sum(weights) * n_draws
+    weights = np.clip(np.asarray(weights, dtype=float), 0.0, None)  # an optimiser's -1e-17
+    raw = weights / np.sum(weights) * n_draws
     counts = np.floor(raw).astype(int)
     order = np.argsort(-(raw - counts), kind="stable")
     counts[order[: n_draws - counts.sum()]] += 1
