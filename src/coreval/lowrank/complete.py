@@ -278,12 +278,10 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
     if calibration == "conformal":
         held = inner_split(observed, fraction=inner_fraction, seed=seed)
         inner_observed = observed & ~held
-        if rank_combination == "stack":
-            inner, _ = stack_ranks(lambda r: _bayes_posterior(
-                z, inner_observed, rank=r, seed=seed + 1, **opts), ranks, z, inner_observed,
-                lik_df)
-        else:
-            inner = _bayes_posterior(z, inner_observed, rank=chosen, seed=seed + 1, **opts)
+        # the inner fit repeats the combination; "select" keeps the rank chosen above
+        inner, _ = combine(lambda r: _bayes_posterior(
+            z, inner_observed, rank=r, seed=seed + 1, **opts),
+            ranks if rank_combination == "stack" else (chosen,), z, inner_observed, lik_df)
         _, m_in, lo_in, hi_in = _bayes_z(inner, df=lik_df, level=level, seed=seed + 1)
         factor = conformal_factor(z[held], m_in[held], (hi_in - lo_in)[held] / 2, level)
         lo_z = med_z - factor * (med_z - lo_z)

@@ -46,14 +46,7 @@ def loo_elpd(post: dict[str, np.ndarray], z: np.ndarray, observed: np.ndarray,
         The estimate, its standard error, and the share of cells whose Pareto k exceeds 0.7
         (their importance weights are unreliable, typically cells of sparse rows).
     """
-    import arviz as az
-
-    data = _loo_data(post, z, observed, df)
-    with warnings.catch_warnings():  # high Pareto k: returned as a share, not a warning
-        warnings.simplefilter("ignore")
-        res = az.loo(data, pointwise=True)
-    return (float(res["elpd_loo"]), float(res["se"]),
-            float(np.mean(np.asarray(res["pareto_k"]) > 0.7)))
+    return _loo_summary(_psis_loo(post, z, observed, df))
 
 
 def _loo_data(post: dict[str, np.ndarray], z: np.ndarray, observed: np.ndarray,
@@ -65,6 +58,29 @@ def _loo_data(post: dict[str, np.ndarray], z: np.ndarray, observed: np.ndarray,
     # the cells' means as the posterior group: arviz takes the draws' relative efficiency from it
     return az.from_dict(posterior={"loc": post["loc"][:, observed][None]},
                         log_likelihood={"z": ll[None]})
+
+
+def _psis_loo(post: dict[str, np.ndarray], z: np.ndarray, observed: np.ndarray,
+              df: float | None) -> Any:
+    """Pointwise PSIS-LOO of the observed cells (arviz's ``ELPDData``)."""
+    import arviz as az
+
+    with warnings.catch_warnings():  # high Pareto k: returned as a share, not a warning
+        warnings.simplefilter("ignore")
+        return az.loo(_loo_data(post, z, observed, df), pointwise=True)
+
+
+def _loo_summary(res: Any) -> tuple[float, float, float]:
+    """``(elpd, se, share of Pareto k > 0.7)`` of an ``ELPDData``."""
+    return (float(res["elpd_loo"]), float(res["se"]),
+            float(np.mean(np.asarray(res["pareto_k"]) > 0.7)))
+
+
+def _choice_details(rank: int, scores: dict[int, tuple[float, float, float]]) -> dict[str, Any]:
+    """The recorded choice: ``rank`` and per candidate ``elpd``, ``elpd_se``, ``share_high_pareto_k``."""
+    return {"rank": rank, "elpd": {r: v[0] for r, v in scores.items()},
+            "elpd_se": {r: v[1] for r, v in scores.items()},
+            "share_high_pareto_k": {r: v[2] for r, v in scores.items()}}
 
 
 def check_ranks(rank: int | Sequence[int]) -> tuple[int, ...]:
@@ -111,9 +127,7 @@ def fit_best_rank(fit: Callable[[int], dict[str, np.ndarray]], ranks: Sequence[i
         scores[r] = loo_elpd(candidate, z, observed, df)
         if best is None or scores[r][0] > scores[chosen][0]:
             best, chosen = candidate, r
-    return best, {"rank": chosen, "elpd": {r: v[0] for r, v in scores.items()},
-                  "elpd_se": {r: v[1] for r, v in scores.items()},
-                  "share_high_pareto_k": {r: v[2] for r, v in scores.items()}}
+    return best, _choice_details(chosen, scores)
 
 
 def mixture_counts(weights: np.ndarray, n_draws: int) -> np.ndarray:
@@ -162,11 +176,10 @@ def stack_ranks(fit: Callable[[int], dict[str, np.ndarray]], ranks: Sequence[int
     if len(ranks) == 1:
         return fit(ranks[0]), None
     posts = {r: fit(r) for r in ranks}
-    data = {str(r): _loo_data(p, z, observed, df) for r, p in posts.items()}
-    with warnings.catch_warnings():  # high Pareto k: returned as a share, not a warning
+    loo = {r: _psis_loo(p, z, observed, df) for r, p in posts.items()}
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = az.compare(data, method="stacking")
-        loo = {r: az.loo(data[str(r)], pointwise=True) for r in ranks}
+        table = az.compare({str(r): v for r, v in loo.items()}, method="stacking")
     weights = np.array([float(table.loc[str(r), "weight"]) for r in ranks])
     n_draws = min(p["loc"].shape[0] for p in posts.values())
     parts: dict[str, list[np.ndarray]] = {"loc": [], "sigma": []}
@@ -175,10 +188,7 @@ def stack_ranks(fit: Callable[[int], dict[str, np.ndarray]], ranks: Sequence[int
         for name in parts:
             parts[name].append(posts[r][name][take])
     mixture = {name: np.concatenate(arrays) for name, arrays in parts.items()}
-    return mixture, {
-        "rank": ranks[int(np.argmax(weights))],
-        "weights": {r: float(w) for r, w in zip(ranks, weights, strict=True)},
-        "elpd": {r: float(v["elpd_loo"]) for r, v in loo.items()},
-        "elpd_se": {r: float(v["se"]) for r, v in loo.items()},
-        "share_high_pareto_k": {r: float(np.mean(np.asarray(v["pareto_k"]) > 0.7))
-                                for r, v in loo.items()}}
+    details = _choice_details(ranks[int(np.argmax(weights))],
+                              {r: _loo_summary(v) for r, v in loo.items()})
+    details["weights"] = {r: float(w) for r, w in zip(ranks, weights, strict=True)}
+    return mixture, details
