@@ -193,6 +193,43 @@ def test_bayes_intervals_cover_simulated_cells(rng):
     assert np.median(np.abs(comp.mean - full)[hidden]) < 5.0
 
 
+def test_bayes_conformal_calibration_widens_under_covering_intervals():
+    """``calibration="conformal"`` end to end: the nested factor scales the posterior widths.
+
+    Half of the rows are 30 times noisier than the others, which the model's per-column
+    noise cannot represent, so its posterior intervals under-cover hidden cells. The
+    conformal factor, fitted on cells the inner fit did not see, must widen them towards
+    nominal; the point prediction is untouched. Rating-scale columns (no clipping), so the
+    width ratio is exactly the factor.
+    """
+    covered = {"posterior": [], "conformal": []}
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        n_rows, n_cols = 30, 12
+        noise_sd = np.where(np.arange(n_rows) < n_rows // 2, 0.05, 1.5)[:, None]
+        full = 1000 + 100 * (rng.normal(0, 1, (n_rows, 1)) + rng.normal(0, 1, n_cols)
+                             + np.outer(rng.normal(0, 1, n_rows), rng.normal(0, 0.7, n_cols))
+                             + noise_sd * rng.normal(size=(n_rows, n_cols)))
+        observed = rng.random(full.shape) < 0.6
+        observed[np.arange(n_rows), rng.integers(0, n_cols, n_rows)] = True
+        values = np.where(observed, full, np.nan)
+        opts = dict(transform="identity", rank=1, df=None, num_warmup=150, num_samples=150,
+                    max_tree_depth=6, seed=0)
+        posterior = complete_bayes(values, **opts)
+        conformal = complete_bayes(values, calibration="conformal", **opts)
+        factor = conformal.details["conformal_factor"]
+        assert conformal.interval == "posterior+conformal" and np.isfinite(factor)
+        np.testing.assert_allclose(conformal.mean, posterior.mean)
+        np.testing.assert_allclose(conformal.upper - conformal.lower,
+                                   factor * (posterior.upper - posterior.lower), rtol=1e-9)
+        for name, comp in (("posterior", posterior), ("conformal", conformal)):
+            inside = (full >= comp.lower) & (full <= comp.upper)
+            covered[name].extend(inside[~observed])
+    coverage = {name: np.mean(v) for name, v in covered.items()}
+    assert coverage["conformal"] > coverage["posterior"] + 0.03
+    assert 0.88 <= coverage["conformal"] <= 0.98
+
+
 def test_bayes_row_features_inform_sparse_rows(rng):
     """A covariate that drives the rows' profile helps rows with one observed cell."""
     n_rows, n_cols = 40, 12
