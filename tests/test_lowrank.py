@@ -378,6 +378,15 @@ def test_cell_folds_evaluate_end_to_end(tmp_path, rng):
     assert len(per_fold) == 2 and len(cell_frame) == sum(len(f.rows) for f in read)
     assert 0 < summary["medae"] < 10 and 0.5 < summary["rank_acc"] <= 1.0
     assert np.isnan(summary["coverage90"])
+    # an unbounded interval is an interval: it covers every cell, with infinite width
+    def unbounded(tr):
+        comp = complete_bias_als(tr, n_ensemble=2)
+        return comp._replace(lower=np.full_like(comp.mean, -np.inf),
+                             upper=np.full_like(comp.mean, np.inf), interval="conformal")
+
+    _, summary, _ = evaluate_cells(values, read, unbounded)
+    assert summary["coverage90"] == 1.0 and summary["coverage90_pooled"] == 1.0
+    assert summary["width90"] == np.inf
 
 
 def test_cell_folds_reject_bad_files(tmp_path):

@@ -90,6 +90,25 @@ def test_coverage_and_width():
     assert mean_width(lo, hi) == pytest.approx(np.mean(hi - lo))
 
 
+def test_unbounded_intervals_cover_and_have_infinite_width():
+    """Split conformal with too few calibration points gives (-inf, inf): it covers."""
+    from coreval.base.conformal import split_conformal_interval
+
+    lo, hi = split_conformal_interval(np.zeros(5), np.ones(8), 0.9)
+    assert np.isinf(lo).all() and np.isinf(hi).all()
+    y = np.arange(5.0)
+    assert coverage(y, lo, hi) == 1.0
+    assert mean_width(lo, hi) == np.inf
+    assert interval_score(y, lo, hi) == np.inf
+    # half unbounded, half finite and missing: the finite half still counts
+    lo2 = np.r_[lo[:3], [10.0, 10.0]]
+    hi2 = np.r_[hi[:3], [11.0, 11.0]]
+    assert coverage(y, lo2, hi2) == pytest.approx(0.6)
+    # NaN bounds mean "no interval" and are dropped
+    assert coverage(y, np.r_[np.nan, lo2[1:]], hi2) == pytest.approx(0.5)
+    assert np.isnan(coverage(y, np.full(5, np.nan), hi2))
+
+
 def test_interval_score_closed_form():
     # Gneiting & Raftery (2007) Eq. 43 (negated): width + 2/alpha * distance outside.
     y = np.array([0.5, -1.0, 3.0])

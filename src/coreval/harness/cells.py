@@ -126,7 +126,7 @@ def _fold_metrics(values: np.ndarray, fold: CellFold, comp: Completion,
     pred = comp.mean[fold.rows, fold.cols]
     lo, hi = comp.lower[fold.rows, fold.cols], comp.upper[fold.rows, fold.cols]
     err = np.abs(pred - y)
-    has_interval = np.isfinite(lo).all() and np.isfinite(hi).all()
+    has_interval = not (np.isnan(lo).any() or np.isnan(hi).any())  # NaN: no interval
     pairs: dict[int, tuple[int, int]] = {}
     for col in np.unique(fold.cols):
         models = np.flatnonzero(~np.isnan(values[:, col]))
@@ -217,7 +217,7 @@ def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Complet
         "medae_pooled": float(np.median(np.abs(cells["predicted"] - cells["actual"]))),
         "coverage90_pooled": (float(np.mean((cells["actual"] >= cells["lower"])
                                             & (cells["actual"] <= cells["upper"])))
-                              if np.isfinite(cells[["lower", "upper"]].to_numpy()).all()
+                              if not np.isnan(cells[["lower", "upper"]].to_numpy()).any()
                               else float("nan")),
         "width90_pooled": float(np.median(cells["upper"] - cells["lower"])),
         "rank_acc": float(np.median(acc)) if acc else float("nan"),

@@ -59,6 +59,23 @@ def _paired(*arrays) -> list[np.ndarray]:
     return [a[keep] for a in arrs]
 
 
+def _paired_interval(y_true, lower, upper) -> list[np.ndarray]:
+    """Like :func:`_paired` for a truth and interval bounds, keeping infinite bounds.
+
+    An unbounded interval (e.g. split conformal with too few calibration points for
+    the level) is a valid, conservative interval: it covers, and its width is inf.
+    Only NaN bounds (no interval) and non-finite truths are dropped.
+    """
+    y, lo, hi = (np.asarray(a, dtype=float) for a in (y_true, lower, upper))
+    for a in (lo, hi):
+        if a.shape != y.shape:
+            raise ValidationError(f"metric inputs have different shapes: {y.shape} and "
+                                  f"{a.shape}")
+    y, lo, hi = y.ravel(), lo.ravel(), hi.ravel()
+    keep = np.isfinite(y) & ~np.isnan(lo) & ~np.isnan(hi)
+    return [y[keep], lo[keep], hi[keep]]
+
+
 def _correlation(fn, y_true, y_pred) -> float:
     a, b = _paired(y_true, y_pred)
     # Undefined for < 2 pairs or a constant side; scipy would warn and return NaN.
@@ -114,14 +131,18 @@ def pearson(y_true, y_pred) -> float:
 
 # --------------------------------------------------------------------------- intervals
 def coverage(y_true, lower, upper) -> float:
-    """Fraction of truths inside the closed interval ``[lower, upper]`` (NaN if none)."""
-    y, lo, hi = _paired(y_true, lower, upper)
+    """Fraction of truths inside the closed interval ``[lower, upper]`` (NaN if none).
+
+    Infinite bounds are kept (an unbounded interval covers); NaN bounds are dropped.
+    """
+    y, lo, hi = _paired_interval(y_true, lower, upper)
     return float(np.mean((y >= lo) & (y <= hi))) if y.size else float("nan")
 
 
 def mean_width(lower, upper) -> float:
-    """Mean interval width ``upper - lower`` over finite bounds (NaN if none)."""
-    lo, hi = _paired(lower, upper)
+    """Mean interval width ``upper - lower`` over non-NaN bounds (NaN if none; inf when an
+    interval is unbounded)."""
+    _, lo, hi = _paired_interval(np.zeros(np.shape(lower)), lower, upper)
     return float(np.mean(hi - lo)) if lo.size else float("nan")
 
 
@@ -135,7 +156,8 @@ def interval_score(y_true, lower, upper, alpha: float = 0.1) -> float:
     Parameters
     ----------
     y_true, lower, upper : array-like of the same shape
-        Truths and interval bounds; entries with any NaN are dropped.
+        Truths and interval bounds; entries with any NaN are dropped (an infinite bound
+        gives an infinite score).
     alpha : float
         Nominal miscoverage, 0.1 for a 90 % interval.
 
@@ -146,7 +168,7 @@ def interval_score(y_true, lower, upper, alpha: float = 0.1) -> float:
     """
     if not 0.0 < alpha < 1.0:
         raise ValidationError(f"alpha must be in (0, 1), got {alpha}")
-    y, lo, hi = _paired(y_true, lower, upper)
+    y, lo, hi = _paired_interval(y_true, lower, upper)
     if not y.size:
         return float("nan")
     s = (hi - lo) + (2.0 / alpha) * np.clip(lo - y, 0, None) \
