@@ -13,6 +13,7 @@ from coreval.adaptive import (
     ItemBank,
     calibrate_exposure,
     estimate,
+    fisher_information,
     init,
     max_items,
     next_items,
@@ -140,6 +141,31 @@ def test_batches_exposure_and_randomesque():
     picks = {int(next_items(state, "fisher", 1, randomesque=5,
                             rng=np.random.default_rng(s))[0]) for s in range(30)}
     assert 1 < len(picks) <= 5
+
+
+def test_sympson_hetter_item_appears_in_share_k_of_tests():
+    """A passed-over item stays passed over for the rest of the test, so an item that
+    would always be chosen appears in a share ``k`` of the tests (not ``1 - (1 - k)^L``)."""
+    bank, _, _ = _bank(20, seed=2)
+    best = int(np.argmax(fisher_information(init(bank))))
+    k = np.ones(bank.n_items)
+    k[best] = 0.3
+    shown = []
+    for seed in range(1000):
+        test = AdaptiveTest(bank, rule="fisher", stop=max_items(5), exposure=k, seed=seed)
+        test.run(lambda items: np.ones(len(items)))  # answers that keep `best` attractive
+        shown.append(best in test.state.asked)
+    assert np.mean(shown) == pytest.approx(0.3, abs=0.045)
+    # an item the draw excludes is never offered again, whatever the rule prefers
+    half = np.full(bank.n_items, 0.5)
+    state = init(bank, seed=0)
+    allowed = state.administrable(half)
+    blocked = np.flatnonzero(state.exposure_draw >= 0.5)
+    assert 0 < len(blocked) < bank.n_items and len(allowed) == bank.n_items - len(blocked)
+    picks = next_items(state, "fisher", len(allowed), exposure=half)
+    assert sorted(picks.tolist()) == allowed.tolist()
+    with pytest.raises(ValidationError, match="exposure control left too few items"):
+        next_items(state, "fisher", len(allowed) + 1, exposure=half)
 
 
 def test_sympson_hetter_calibration_bounds_exposure():

@@ -38,7 +38,8 @@ class AdaptiveTest:
     level : float
         Level of the reported interval.
     seed : int
-        Seed of randomesque / Sympson-Hetter choices and of the interval's draws.
+        Seed of the test's Sympson-Hetter draws (:func:`coreval.adaptive.init`), of the
+        randomesque choices and of the interval's draws.
 
     Attributes
     ----------
@@ -61,13 +62,15 @@ class AdaptiveTest:
         self.content = content
         self.level = level
         self.seed = seed
-        self.state: AdaptiveState = init(bank)
+        self.state: AdaptiveState = init(bank, seed=seed)
         self._rng = np.random.default_rng(seed)
 
     @property
     def done(self) -> bool:
-        """Whether the stopping rule fires (or every item has been answered)."""
-        return len(self.state.unasked) == 0 or bool(self.stop(self.state))
+        """Whether the stopping rule fires, or no item is left that the test may ask
+        (every item answered, or the rest passed over by exposure control)."""
+        return (len(self.state.administrable(self.exposure)) == 0
+                or bool(self.stop(self.state)))
 
     @property
     def asked(self) -> list[str]:
@@ -76,7 +79,7 @@ class AdaptiveTest:
 
     def next_items(self, b: int = 1) -> list[str]:
         """Ids of the next ``b`` items to run (at most as many as are left)."""
-        b = min(b, len(self.state.unasked))
+        b = min(b, len(self.state.administrable(self.exposure)))
         positions = next_items(self.state, self.rule, b, randomesque=self.randomesque,
                                exposure=self.exposure, content=self.content, rng=self._rng)
         return [str(i) for i in self.bank.items[positions]]
@@ -157,9 +160,9 @@ def calibrate_exposure(bank: ItemBank, r_max: float = 0.5, *, n_items: int,
         else:
             simulees = [(None, row) for row in responses]
         for g, row in simulees:
-            state = init(bank)
+            state = init(bank, seed=int(rng.integers(2**32)))
             allowed = k if row is None else k * ~np.isnan(row)
-            for _ in range(min(n_items, int(np.count_nonzero(allowed)))):
+            for _ in range(min(n_items, len(state.administrable(allowed)))):
                 item = next_items(state, rule, 1, exposure=allowed, rng=rng)
                 selected[item] += 1
                 y = float(rng.random() < bank.probs[0, g, item[0]]) if row is None \

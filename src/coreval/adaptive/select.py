@@ -164,13 +164,15 @@ def next_items(state: AdaptiveState, rule: str | Rule = "score", b: int = 1, *,
         1989); 1 = always the best.
     exposure : ndarray (N,), optional
         Sympson-Hetter exposure-control parameters ``k_i`` in [0, 1]: a chosen item is
-        administered with probability ``k_i``, else passed over for this test
-        (Sympson & Hetter 1985; calibrate with :func:`coreval.adaptive.calibrate_exposure`).
+        administered with probability ``k_i``, else passed over for the rest of this test
+        and the next best is taken (Sympson & Hetter 1985; the test's draw
+        ``state.exposure_draw[i] < k_i``, made once by :func:`coreval.adaptive.init`;
+        calibrate with :func:`coreval.adaptive.calibrate_exposure`).
     content : mapping group -> share, optional
         Target shares of item groups: each item comes from the group furthest below
         its share.
     rng : numpy Generator, optional
-        For randomesque and Sympson-Hetter (default: seeded by the answers so far).
+        For randomesque (default: seeded by the answers so far).
     """
     if isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 1:
         raise ValidationError(f"b must be a positive integer, got {b!r}")
@@ -198,7 +200,7 @@ def next_items(state: AdaptiveState, rule: str | Rule = "score", b: int = 1, *,
     if criterion.shape != rest.shape:
         raise ValidationError(f"the rule returned {criterion.shape[0]} values for "
                               f"{len(rest)} unasked items")
-    available = np.ones(len(rest), dtype=bool)
+    available = np.isin(rest, state.administrable(exposure))
     chosen: list[int] = []
     groups = state.bank.groups
     while len(chosen) < b:
@@ -215,8 +217,6 @@ def next_items(state: AdaptiveState, rule: str | Rule = "score", b: int = 1, *,
         best = candidates[np.argsort(-criterion[candidates], kind="stable")]
         pick = best[rng.integers(min(randomesque, len(best)))]
         available[pick] = False
-        if exposure is not None and rng.random() >= exposure[rest[pick]]:
-            continue  # Sympson-Hetter: passed over for this test
         chosen.append(int(rest[pick]))
     if len(chosen) < b:
         raise ValidationError("exposure control left too few items to choose from; "

@@ -34,12 +34,18 @@ class AdaptiveState:
         The answers (0/1), aligned with ``asked``.
     log_weight : ndarray, shape (S, G)
         Unnormalised log posterior on the nodes.
+    exposure_draw : ndarray, shape (N,)
+        This test's Sympson-Hetter draws ``u_i ~ U(0, 1)``, one per item, made once by
+        :func:`init`: under exposure control an item is administered only when
+        ``u_i < k_i`` (:func:`coreval.adaptive.next_items`), so an item passed over
+        once stays passed over for the rest of the test (Sympson & Hetter 1985).
     """
 
     bank: ItemBank
     asked: np.ndarray
     responses: np.ndarray
     log_weight: np.ndarray
+    exposure_draw: np.ndarray
 
     @property
     def n_asked(self) -> int:
@@ -51,6 +57,17 @@ class AdaptiveState:
         mask = np.ones(self.bank.n_items, dtype=bool)
         mask[self.asked] = False
         return np.flatnonzero(mask)
+
+    def administrable(self, exposure: np.ndarray | None = None) -> np.ndarray:
+        """Positions of the unasked items this test may still administer.
+
+        With Sympson-Hetter parameters ``exposure`` (``k_i``), item ``i`` is allowed when
+        the test's draw ``exposure_draw[i] < k_i``; without, every unasked item is.
+        """
+        rest = self.unasked
+        if exposure is None:
+            return rest
+        return rest[self.exposure_draw[rest] < np.asarray(exposure, dtype=float)[rest]]
 
     def weights(self) -> np.ndarray:
         """The normalised posterior ``π`` (S, G)."""
@@ -65,12 +82,17 @@ class AdaptiveState:
         return mean, float(np.sqrt(max(0.0, marginal @ (grid - mean) ** 2)))
 
 
-def init(bank: ItemBank) -> AdaptiveState:
-    """The state before any answer: the N(0, 1) ability prior times uniform draw weights."""
+def init(bank: ItemBank, *, seed: int = 0) -> AdaptiveState:
+    """The state before any answer: the N(0, 1) ability prior times uniform draw weights.
+
+    ``seed`` fixes the test's Sympson-Hetter draws (``AdaptiveState.exposure_draw``);
+    give each test its own seed when exposure control is on.
+    """
     prior = -0.5 * bank.grid**2
     log_weight = np.broadcast_to(prior, (bank.n_draws, len(bank.grid))).copy()
     return AdaptiveState(bank=bank, asked=np.empty(0, dtype=np.intp),
-                         responses=np.empty(0), log_weight=log_weight)
+                         responses=np.empty(0), log_weight=log_weight,
+                         exposure_draw=np.random.default_rng(seed).random(bank.n_items))
 
 
 def update(state: AdaptiveState, items, responses) -> AdaptiveState:

@@ -231,8 +231,6 @@ class AdaptivePredictor(Predictor):
             test = AdaptiveTest(self.bank_, rule=self.rule, stop=self.stop_,
                                 randomesque=self.randomesque, exposure=exposure,
                                 level=self.level, seed=self.seed + j)
-            test.stop = any_of(self.stop_, lambda state, n=int(np.count_nonzero(exposure)):
-                               state.n_asked >= n)
             path = [_moments(test.state)]
             while not test.done:
                 items = test.next_items(self.batch)
