@@ -435,10 +435,26 @@ def _brute_width_stop(tau, truth, paths, width, z):
     return np.array(steps), np.array(covered)
 
 
+def test_width_stop_misfit_finds_a_narrow_covering_range():
+    """Coverage is not monotone in τ: here only τ in (1, 1.001] covers (stop at step 0),
+    larger τ stop at step 2 and miss until τ = 100. The smallest covering τ is 1."""
+    from coreval.adaptive.misfit import stopped_coverage, width_stop_misfit
+
+    z = norm.ppf(0.95)
+    y, width = np.array([0.5]), 2 * z * 1.001
+    m = np.array([[0.5 + z, 0.5, 0.5 + 25 * z]])
+    v = np.array([[0.0, 1.001**2 - 0.005**2, 0.0]])
+    s = np.array([[1.0, 0.5, 0.25]])
+    tau = width_stop_misfit(y, m, v, s, width=width)
+    assert tau == pytest.approx(1.0, rel=1e-6)
+    assert stopped_coverage(tau, y, m, v, s, width=width)[1].all()
+    assert not stopped_coverage(2.0, y, m, v, s, width=width)[1].any()
+
+
 def test_width_stop_misfit_replays_the_stop_and_is_the_smallest_covering_tau():
     """Trajectories of different lengths: the replayed stops match a per-step loop, the
     chosen τ reaches the conformal rank and the candidate below it does not."""
-    from coreval.adaptive.misfit import N_CANDIDATES, stopped_coverage, width_stop_misfit
+    from coreval.adaptive.misfit import stopped_coverage, width_stop_misfit
 
     rng = np.random.default_rng(3)
     n_models, z, width = 60, norm.ppf(0.95), 0.06
@@ -464,12 +480,13 @@ def test_width_stop_misfit_replays_the_stop_and_is_the_smallest_covering_tau():
     need = int(np.ceil((n_models + 1) * 0.9))
     assert tau > 0
     assert _brute_width_stop(tau, truth, paths, width, z)[1].sum() >= need
-    # the smallest covering τ on a fine scan: ours is within one candidate ratio of it
+    # the smallest covering τ: no point of a fine scan below it covers, and the scan's
+    # first covering point is at most one scan step above it
     scan = np.geomspace(1e-4, 1.0, 4000)
     first = next(s for s in scan
                  if _brute_width_stop(s, truth, paths, width, z)[1].sum() >= need)
     ratio = (scan[-1] / scan[0]) ** (1 / (len(scan) - 1))
-    assert first / ratio <= tau <= first * (1.0 + 20.0 / N_CANDIDATES)
+    assert first / ratio <= tau <= first * (1.0 + 1e-9)
     with pytest.raises(ValidationError, match="one trajectory row per model"):
         width_stop_misfit(truth[:-1], *grid, width=width)
     bad = grid.copy()

@@ -16,7 +16,10 @@ trajectory ``(mean_n, v_n, ρ_n)`` is recorded; the selection rules do not read 
 so the items asked are the same for every ``τ`` and the stop under ``τ`` can be replayed
 from the trajectory exactly. ``τ`` is the smallest candidate whose stopped tests cover
 ``⌈(n + 1)·level⌉`` of the ``n`` held-out models, the split-conformal rank
-(Lei et al. 2018).
+(Lei et al. 2018). Coverage is not monotone in ``τ`` (a larger ``τ`` moves the stop to
+another estimate), so the smallest such ``τ`` is found exactly: each test's covered set
+of ``τ`` is a union of intervals, one per step at which some ``τ`` stops it
+(:func:`_covered_intervals`), and a sweep over their endpoints counts the covered tests.
 
 References
 ----------
@@ -32,10 +35,6 @@ import numpy as np
 from scipy.stats import norm
 
 from coreval.errors import ValidationError
-
-#: Candidates of τ between the smallest and largest breakpoint, geometric; the chosen τ
-#: is at most one grid ratio (about 2 %) above the smallest one that reaches the rank.
-N_CANDIDATES = 400
 
 
 def _check_paths(truth, means, variances, shares) -> tuple[np.ndarray, ...]:
@@ -112,9 +111,10 @@ def width_stop_misfit(truth, means, variances, shares, *, width: float,
     Returns
     -------
     float
-        The smallest candidate ``τ ≥ 0`` whose stopped tests cover at least
-        ``⌈(n + 1)·level⌉`` of the ``n`` models (all of them when ``n`` is too small);
-        the largest breakpoint when no candidate does.
+        The smallest ``τ ≥ 0`` whose stopped tests cover at least ``⌈(n + 1)·level⌉`` of
+        the ``n`` models (all of them when ``n`` is too small), as replayed by
+        :func:`stopped_coverage`, to a relative 1e-9 (round-off at a breakpoint); the
+        largest breakpoint when no ``τ`` does.
     """
     if not 0 < level < 1:
         raise ValidationError(f"level must be in (0, 1), got {level!r}")
@@ -123,16 +123,53 @@ def width_stop_misfit(truth, means, variances, shares, *, width: float,
     y, m, v, s, valid = _check_paths(truth, means, variances, shares)
     z = float(norm.ppf(0.5 + level / 2.0))
     need = min(math.ceil((y.size + 1) * level - 1e-9), y.size)
-    # Coverage and stop status of a step change only where τ crosses one of these.
+    pieces = [_covered_intervals(y[i], m[i, ok], v[i, ok], s[i, ok], width=width, z=z)
+              for i, ok in enumerate(valid)]
+    starts = np.sort(np.concatenate([p[0] for p in pieces]))
+    ends = np.sort(np.concatenate([p[1] for p in pieces]))
+    # tests covered at τ: intervals [start, end] with start <= τ <= end
+    candidates = np.unique(np.concatenate([[0.0], starts]))
+    count = (np.searchsorted(starts, candidates, side="right")
+             - np.searchsorted(ends, candidates, side="left"))
+    for start in candidates[count >= need]:
+        # the replay is the reference; where round-off puts a test on the other side of
+        # its breakpoint, a τ a billionth above the start is inside the same intervals
+        for tau in (start, start * (1.0 + 1e-9)):
+            if stopped_coverage(tau, y, m, v, s, width=width, level=level)[1].sum() >= need:
+                return float(tau)
     with np.errstate(divide="ignore", invalid="ignore"):
-        cover_at = np.sqrt(np.maximum((y[:, None] - m) ** 2 / z**2 - v, 0.0)) / s
-        stop_at = np.sqrt(np.maximum((width / (2 * z)) ** 2 - v, 0.0)) / s
-    breaks = np.concatenate([cover_at[valid], stop_at[valid]])
-    breaks = breaks[np.isfinite(breaks) & (breaks > 0)]
-    if breaks.size == 0:
-        return 0.0
-    candidates = np.concatenate([[0.0], np.geomspace(breaks.min(), breaks.max(), N_CANDIDATES)])
-    for tau in candidates:
-        if stopped_coverage(tau, y, m, v, s, width=width, level=level)[1].sum() >= need:
-            return float(tau)
-    return float(candidates[-1])
+        breaks = np.concatenate([np.sqrt(np.abs((y[:, None] - m) ** 2 / z**2 - v)) / s,
+                                 np.sqrt(np.abs((width / (2 * z)) ** 2 - v)) / s])
+    breaks = breaks[np.isfinite(breaks)]
+    return float(breaks.max()) if breaks.size else 0.0
+
+
+def _covered_intervals(y: float, m: np.ndarray, v: np.ndarray, s: np.ndarray, *,
+                       width: float, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``τ ≥ 0`` at which one test's width-stopped interval covers, as ``[start, end]``.
+
+    Step ``n`` is narrow when ``v_n + τ² ρ_n² <= (width / 2z)²``, i.e. ``τ <= stop_n``,
+    and covers when ``(y - m_n)² <= z² (v_n + τ² ρ_n²)``, i.e. ``τ >= cover_n``. The test
+    stops at the first narrow step, which for ``τ`` in ``(P_{n-1}, P_n]`` (``P`` the
+    running maximum of ``stop``) is the step ``n`` where ``P`` sets a record, and at its
+    last step above ``P``'s maximum. Each of these ``τ`` ranges intersected with
+    ``τ >= cover_n`` of its stop step is one interval (an open lower end is moved to the
+    next float).
+    """
+    slack = (width / (2.0 * z)) ** 2 - v
+    miss = (y - m) ** 2 / z**2 - v
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stop = np.where(slack < 0, -np.inf,
+                        np.where(s > 0, np.sqrt(np.maximum(slack, 0.0)) / s, np.inf))
+        cover = np.where(miss <= 0, 0.0,
+                         np.where(s > 0, np.sqrt(np.maximum(miss, 0.0)) / s, np.inf))
+    record = np.maximum.accumulate(stop)
+    before = np.concatenate([[-np.inf], record[:-1]])
+    steps = np.flatnonzero(record > before)
+    low = np.concatenate([before[steps], record[-1:]])        # open lower ends
+    high = np.concatenate([record[steps], [np.inf]])
+    at = np.concatenate([cover[steps], cover[-1:]])
+    start = np.where(at > low, at, np.where(low < 0, 0.0, np.nextafter(low, np.inf)))
+    start = np.maximum(start, 0.0)
+    keep = np.isfinite(start) & (start <= high)
+    return start[keep], high[keep]
