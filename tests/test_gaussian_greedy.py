@@ -161,6 +161,9 @@ def test_lazy_entropy_equals_eager(rng):
         np.testing.assert_array_equal(eager.selected, lazy.selected)
         assert lazy.residual_variance[-1] == pytest.approx(eager.residual_variance[-1],
                                                            abs=1e-8)
+    for lazy in (False, True):  # the same error on both paths
+        with pytest.raises(ValidationError, match="3 mandatory benchmarks exceed k=2"):
+            greedy_entropy(np.eye(5), 2, mandatory=[0, 1, 2], lazy=lazy)
 
 
 def test_mandatory_benchmarks_come_first(rng):

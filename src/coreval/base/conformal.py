@@ -142,7 +142,8 @@ def conformal_inflation(squared_errors, variances, level: float = 0.9,
     (split conformal on
     ``s``, Lei et al. 2018, Algorithm 2; the largest when ``n`` is too small for the
     level), floored at 0. So a new exchangeable point is covered with probability at
-    least ``level`` by the Gaussian interval, and close to it by a predictive
+    least ``level`` by the Gaussian interval (at least ``n / (n + 1)`` when ``n`` is too
+    small and the largest score is used), and close to it by a predictive
     distribution that is near-Gaussian.
 
     Parameters

@@ -576,6 +576,8 @@ def _lazy_entropy(cov: np.ndarray, k: int, mandatory: list[int]) -> GreedyResult
     n = cov.shape[0]
     if not 1 <= k <= n:
         raise ValidationError(f"k={k} must be between 1 and the {n} benchmarks")
+    if len(mandatory) > k:
+        raise ValidationError(f"{len(mandatory)} mandatory benchmarks exceed k={k}")
     lmat = np.zeros((n, k))
     d = np.diag(cov).astype(np.float64).copy()
     done = np.zeros(n, dtype=np.intp)  # number of Cholesky columns computed for each row
