@@ -149,6 +149,8 @@ def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], 
         empty = np.zeros(0)
         return OutOfFold(np.zeros(0, np.intp), empty, empty, empty, empty,
                          empty if has_draws else None, np.zeros(0, np.intp))
+    if not has_draws:  # some fold predicted without draws: no variance for any row
+        parts["var"] = []
     order = np.argsort(np.concatenate(parts["rows"]), kind="stable")
     cat = {k: np.concatenate(v)[order] for k, v in parts.items() if v}
     return OutOfFold(rows=cat["rows"], truth=truth[cat["rows"]], mean=cat["mean"],
