@@ -177,6 +177,42 @@ def test_conformal_factor_covers_exchangeable_cells(rng):
     y = rng.standard_t(3, size=4000)
     factor = conformal_factor(y[:2000], 0.0, np.ones(2000), 0.9)
     assert np.mean(np.abs(y[2000:]) <= factor) == pytest.approx(0.9, abs=0.03)
+    # exactly the ceil((n + 1) level)-th smallest score; inf when n is too small
+    scores = rng.permutation(np.arange(1.0, 11.0))
+    assert conformal_factor(scores, 0.0, np.ones(10), 0.5) == 6.0
+    assert conformal_factor(scores, 0.0, np.ones(10), 0.9) == 10.0
+    assert conformal_factor(scores, 0.0, np.ones(10), 0.95) == np.inf
+    # its coverage is k / (n + 1) = 17 / 21 at n = 20, level 0.8 (Monte Carlo)
+    cal, new = rng.normal(size=(20000, 20)), rng.normal(size=20000)
+    q = np.sort(np.abs(cal), axis=1)[:, 16]
+    assert conformal_factor(np.abs(cal[0]), 0.0, np.ones(20), 0.8) == q[0]
+    assert np.mean(np.abs(new) <= q) == pytest.approx(17 / 21, abs=0.01)
+
+
+def test_conformal_inner_fit_never_sees_the_calibration_cells(rng, monkeypatch):
+    """The inner fit's data (transform included) do not depend on the inner held cells."""
+    from coreval.lowrank import complete as complete_module
+
+    _full, values = simulate(rng, n_rows=20, n_cols=8)
+    held = inner_split(~np.isnan(values), fraction=1 / 3, seed=0)
+    calls = []
+    real = complete_module._bayes_posterior
+
+    def spy(z, observed, **kw):
+        calls.append((z.copy(), observed.copy()))
+        return real(z, observed, **kw)
+
+    monkeypatch.setattr(complete_module, "_bayes_posterior", spy)
+    opts = dict(rank=1, inference="svi", n_steps=50, num_samples=20, calibration="conformal",
+                seed=0)
+    complete_bayes(values, **opts)
+    shifted = values.copy()
+    shifted[held] = np.where(shifted[held] > 50, shifted[held] - 40, shifted[held] + 40)
+    complete_bayes(shifted, **opts)
+    (_, _), (z_a, obs_a), (_, _), (z_b, obs_b) = calls
+    np.testing.assert_array_equal(obs_a, obs_b)
+    assert not obs_a[held].any()
+    np.testing.assert_allclose(z_a[obs_a], z_b[obs_b])
 
 
 # --- Bayesian model --------------------------------------------------------------------------

@@ -40,6 +40,20 @@ def _kth_smallest(values: np.ndarray, rank: int, axis: int = -1) -> np.ndarray:
     return np.take(np.partition(values, rank - 1, axis=axis), rank - 1, axis=axis)
 
 
+def conformal_quantile(scores, level: float) -> float:
+    """The split-conformal quantile of calibration scores (Lei et al. 2018, Algorithm 2).
+
+    The ``⌈(n + 1)·level⌉``-th smallest of the ``n`` scores, ``inf`` when ``n`` is too
+    small for the level: a new exchangeable score is at most this with probability at
+    least ``level``.
+    """
+    level = _check_level(level)
+    s = np.asarray(scores, dtype=float).ravel()
+    if s.size == 0 or np.isnan(s).any():
+        raise ValidationError("conformal_quantile needs at least one score and no NaN")
+    return float(_kth_smallest(s, math.ceil((s.size + 1) * level - 1e-9), axis=0))
+
+
 def jackknife_plus_interval(loo_predictions_at_x, loo_residuals,
                             level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
     """Jackknife+ interval from leave-one-out fits (Barber et al. 2021, eq. 3).

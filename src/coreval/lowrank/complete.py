@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from coreval.base.conformal import conformal_quantile
 from coreval.errors import ValidationError
 from coreval.lowrank.als import complete_als, fit_als
 from coreval.lowrank.bayes import (
@@ -124,17 +125,16 @@ def conformal_factor(y: np.ndarray, center: np.ndarray, half_width: np.ndarray,
                      level: float) -> float:
     """Normalised split-conformal factor (Lei et al. 2018, section 5.2).
 
-    The ``ceil((n + 1) level) / n`` empirical quantile of ``|y - center| / half_width`` over
-    calibration cells: the interval ``center ± factor half_width`` then covers a new
-    exchangeable cell with probability at least ``level``.
+    The ``⌈(n + 1)·level⌉``-th smallest of the ``n`` scores ``|y - center| / half_width``
+    over calibration cells (:func:`coreval.base.conformal.conformal_quantile`; ``inf`` when
+    ``n`` is too small for the level): the interval ``center ± factor half_width`` then
+    covers a new exchangeable cell with probability at least ``level``.
     """
     score = np.abs(np.asarray(y) - center) / np.maximum(half_width, 1e-12)
     score = score[np.isfinite(score)]
-    n = score.size
-    if n == 0:
+    if score.size == 0:
         raise ValidationError("conformal calibration needs at least one calibration cell")
-    q = min(1.0, np.ceil((n + 1) * level) / n)
-    return float(np.quantile(score, q, method="higher"))
+    return conformal_quantile(score, level)
 
 
 def standardize_features(row_features: np.ndarray, n_rows: int) -> np.ndarray:
@@ -258,7 +258,7 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
     if len(ranks) > 1 and inference != "nuts":
         raise ValidationError("choosing among several ranks needs inference='nuts' (PSIS-LOO "
                               "of posterior draws)")
-    _, ct, observed, z = _prepare(values, transform, fractions)
+    values, ct, observed, z = _prepare(values, transform, fractions)
     if row_features is not None:
         if inference != "nuts":
             raise ValidationError("row_features need inference='nuts'")
@@ -277,19 +277,43 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
     interval = "posterior"
     if calibration == "conformal":
         held = inner_split(observed, fraction=inner_fraction, seed=seed)
-        inner_observed = observed & ~held
+        inner_observed, z_in = inner_data(values, held, transform, fractions)
         # the inner fit repeats the combination; "select" keeps the rank chosen above
         inner, _ = combine(lambda r: _bayes_posterior(
-            z, inner_observed, rank=r, seed=seed + 1, **opts),
-            ranks if rank_combination == "stack" else (chosen,), z, inner_observed, lik_df)
+            z_in, inner_observed, rank=r, seed=seed + 1, **opts),
+            ranks if rank_combination == "stack" else (chosen,), z_in, inner_observed, lik_df)
         _, m_in, lo_in, hi_in = _bayes_z(inner, df=lik_df, level=level, seed=seed + 1)
-        factor = conformal_factor(z[held], m_in[held], (hi_in - lo_in)[held] / 2, level)
+        # the scores are invariant to the per-column affine map between the two z-spaces
+        factor = conformal_factor(z_in[held], m_in[held], (hi_in - lo_in)[held] / 2, level)
         lo_z = med_z - factor * (med_z - lo_z)
         hi_z = med_z + factor * (hi_z - med_z)
         interval = "posterior+conformal"
         details["conformal_factor"] = factor
     return Completion(inverse(ct, mean_z), inverse(ct, lo_z), inverse(ct, hi_z), interval,
                       details or None)
+
+
+def inner_data(values: np.ndarray, held: np.ndarray, transform: Transform,
+               fractions: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The inner fit's observed cells and z-scores, with a transform of its own cells only.
+
+    The transform (percentage / rating columns, mean and scale) is fitted without the
+    inner held-out cells, as the outer fit's is fitted without the cells it predicts, so
+    the calibration cells do not shape the inner fit's data. Held cells are mapped with
+    the same transform (they are the calibration targets).
+
+    Returns
+    -------
+    inner_observed : ndarray of bool
+        Observed cells that are not held out.
+    z_in : ndarray
+        Every observed cell in the inner transform's z-space (0 elsewhere).
+    """
+    observed = ~np.isnan(values)
+    ct_in = fit_transform(np.where(held, np.nan, values), transform=transform,
+                          fractions=fractions)
+    z_in = np.where(observed, forward(ct_in, np.where(observed, values, 0.0)), 0.0)
+    return observed & ~held, z_in
 
 
 def select_als(values: np.ndarray, *, ranks: tuple[int, ...] = (1, 2, 3, 4),
