@@ -91,6 +91,17 @@ def test_jackknife_plus_interval_covers(rng):
     assert np.all(pred.lower <= pred.mean) and np.all(pred.mean <= pred.upper)
 
 
+def test_jackknife_plus_lower_rank_at_m_plus_one_a_multiple_of_ten(rng):
+    """9 reference models at level 0.9: the lower bound is the smallest of the n values
+    (rank floor(0.1 * 10) = 1), finite; a rounding of 0.1 * 10 below 1 made it -inf."""
+    X, s = synthetic_models(rng, m=40, noise=0.01)
+    est = DKPS(n_components=2, level=0.9).fit(X[:9], s[:9])
+    high = np.flatnonzero(s[9:] > 0.5) + 9
+    pred = est.predict(X[high])
+    assert (pred.lower > 0.0).all() and (pred.upper < 1.0).all()
+    assert np.all(np.abs(pred.mean - s[high]) < 0.2)
+
+
 def test_ensemble_weight_formula_and_growth(rng):
     X, s = synthetic_models(rng, m=40, n=4, noise=0.3)
     est = DKPS(n_components=2, ensemble=True, interval="none").fit(X[:30], s[:30])

@@ -57,6 +57,7 @@ from sklearn.linear_model import LinearRegression
 from sklearn.neighbors import KNeighborsRegressor
 
 from coreval.base import Prediction
+from coreval.base.conformal import jackknife_plus_interval
 from coreval.data.splits import family_folds
 from coreval.errors import ValidationError, preview
 
@@ -367,7 +368,6 @@ class DKPS(BaseEstimator):
         mean = np.empty(t)
         lower = np.empty(t)
         upper = np.empty(t)
-        alpha = 1.0 - self.level
         for i in range(t):
             full = np.zeros((m + 1, m + 1))
             full[:m, :m] = self.D_
@@ -379,7 +379,7 @@ class DKPS(BaseEstimator):
             model = self._model().fit(Fs[:m], self.y_)
             mean[i] = model.predict(Fs[m:])[0]
             if self.interval == "jackknife+" and not self.ensemble:
-                lower[i], upper[i] = self._jackknife_plus(Fs, alpha)
+                lower[i], upper[i] = self._jackknife_plus(Fs)
             else:
                 lower[i] = upper[i] = mean[i]
         kind = "jackknife+" if self.interval == "jackknife+" else "none"
@@ -389,20 +389,17 @@ class DKPS(BaseEstimator):
         return Prediction(mean=self._clip(mean), lower=self._clip(lower),
                           upper=self._clip(upper), level=self.level, interval=kind)
 
-    def _jackknife_plus(self, Fs: np.ndarray, alpha: float) -> tuple[float, float]:
+    def _jackknife_plus(self, Fs: np.ndarray) -> tuple[float, float]:
+        """Jackknife+ interval at the new point (``Fs[m]``) from leave-one-out refits."""
         m = len(self.y_)
-        lo, hi = np.empty(m), np.empty(m)
+        at_x, resid = np.empty(m), np.empty(m)
         for j in range(m):
             keep = np.arange(m) != j
             model = self._model().fit(Fs[:m][keep], self.y_[keep])
             pj = model.predict(np.vstack([Fs[j], Fs[m]]))
-            r = abs(self.y_[j] - pj[0])
-            lo[j], hi[j] = pj[1] - r, pj[1] + r
-        k_lo = int(np.floor(alpha * (m + 1)))
-        k_hi = int(np.ceil((1 - alpha) * (m + 1)))
-        lower = np.sort(lo)[k_lo - 1] if k_lo >= 1 else -np.inf
-        upper = np.sort(hi)[k_hi - 1] if k_hi <= m else np.inf
-        return float(lower), float(upper)
+            resid[j], at_x[j] = self.y_[j] - pj[0], pj[1]
+        lower, upper = jackknife_plus_interval(at_x[None, :], resid, self.level)
+        return float(lower[0]), float(upper[0])
 
     def _sigma2(self, p) -> np.ndarray:
         if self.sigma2 == "bernoulli":
