@@ -77,6 +77,34 @@ def test_anchor_points_matches_kmedoids_reference_call(rng):
                                   sel.selected_)
 
 
+def test_coreset_means_estimate_the_summary_of_grouped_items(rng):
+    """Items in groups of 10 hard and 50 easy ones: the summary score is the mean of the
+    group means. With every item in the coreset, the weighted mean of a random coreset
+    and of anchor points equals it; the plain item mean would not."""
+    import pandas as pd
+
+    from coreval.selection.random import RandomSelector
+
+    base = binary_matrix(rng, 40, 60)
+    values = base.values.copy()
+    values[:, :10] = (rng.random((40, 10)) < 0.2).astype(float)  # the hard group
+    groups = np.where(np.arange(60) < 10, "hard", "easy")
+    data = ScoreMatrix(values, item_meta=pd.DataFrame({"group": groups}, index=base.items))
+    summary = data.summary_scores()
+    assert np.abs(values.mean(axis=1) - summary).max() > 0.1  # the premise
+    for selector in (RandomSelector(k=60, seed=0), AnchorPointsSelector(k=60, seed=0)):
+        coreset = selector.fit(data).coreset_
+        pred = MeanPredictor().fit(data, coreset).predict(values[:, coreset.indices])
+        np.testing.assert_allclose(pred.mean, summary, atol=1e-12)
+    # a partial random coreset weights its items by their group's share
+    coreset = RandomSelector(k=12, seed=1).fit(data).coreset_
+    w = coreset.weights
+    assert w.sum() == pytest.approx(1.0)
+    hard = groups[coreset.indices] == "hard"
+    if hard.any() and (~hard).any():
+        assert w[hard].sum() / hard.sum() > w[~hard].sum() / (~hard).sum()
+
+
 def test_anchor_points_weighted_mean_recovers_mean_of_duplicated_items(rng):
     base = binary_matrix(rng, 30, 5).values
     data = ScoreMatrix(np.repeat(base, [1, 2, 3, 4, 5], axis=1))  # 5 groups of identical items

@@ -13,9 +13,32 @@ from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.methods import get_method
 from coreval.pipeline import fit_method
-from coreval.prediction.irt_bayes import BLEND_TAU2, blend_shift, blend_weight, choose_blend
+from coreval.prediction.irt_bayes import (
+    BLEND_TAU2,
+    blend_shift,
+    blend_weight,
+    choose_blend,
+    unseen_mean_variance_factor,
+)
 
 FAST = {"num_steps": 600}
+
+
+def test_unseen_mean_variance_factor_matches_sampling_without_replacement() -> None:
+    """Var(coreset mean - unseen mean) / S² over random k-subsets of N fixed items."""
+    rng = np.random.default_rng(0)
+    n_items, k = 200, 20
+    items = rng.normal(size=n_items)
+    s2 = items.var(ddof=1)
+    gaps = []
+    for _ in range(20000):
+        pick = np.zeros(n_items, dtype=bool)
+        pick[rng.choice(n_items, k, replace=False)] = True
+        gaps.append(items[pick].mean() - items[~pick].mean())
+    f = unseen_mean_variance_factor(np.full(k, 1.0 / k), n_items)
+    assert f == pytest.approx(1 / k * n_items / (n_items - k))
+    assert np.var(gaps) / s2 == pytest.approx(f, rel=0.03)
+    assert unseen_mean_variance_factor(np.ones(5), 5) == 0.0
 
 
 def test_blend_weight_is_the_normal_normal_precision_weight() -> None:

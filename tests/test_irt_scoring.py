@@ -18,8 +18,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWa
 
 
 def _known_fit(model: str, a: np.ndarray, d: np.ndarray, *, extra: dict | None = None,
-               n_draws: int = 1, noise: float = 0.0, seed: int = 0) -> IRTFit:
-    """An IRTFit holding given item parameters (optionally ``n_draws`` noisy draws)."""
+               n_draws: int = 1, noise: float = 0.0, seed: int = 0,
+               d_shift: np.ndarray | None = None) -> IRTFit:
+    """An IRTFit holding given item parameters (optionally ``n_draws`` noisy draws, whose
+    intercepts are moved by ``d_shift`` (n_draws,))."""
     rng = np.random.default_rng(seed)
     n_items, dims = a.shape
     n_models = 20
@@ -29,6 +31,8 @@ def _known_fit(model: str, a: np.ndarray, d: np.ndarray, *, extra: dict | None =
     d_draws = d[None] + noise * rng.normal(size=(n_draws, n_items))
     if n_draws == 1:
         a_draws, d_draws = a[None], d[None]
+    if d_shift is not None:
+        d_draws = d_draws + np.asarray(d_shift, dtype=float)[:, None]
     samples = {"a": a_draws[None], "d": d_draws[None],
                "theta": rng.normal(size=(1, n_draws, n_models, dims))}
     for name, value in (extra or {}).items():
@@ -158,6 +162,24 @@ def test_propagation_over_item_draws_widens_the_posterior() -> None:
     assert with_draws.sd[0] > point.sd[0]
     again = score_new_model(fitted, y, propagate=True, num_draws=100, seed=1)
     assert np.array_equal(again.draws, with_draws.draws)
+
+
+def test_draw_index_pairs_each_ability_draw_with_its_item_draw() -> None:
+    """Ability draw s is conditioned on item draw draw_index[s]: all-correct answers put
+    the ability higher under the draws whose items are hard (intercept - 3)."""
+    a, d = _items(30, seed=14)
+    shift = np.tile([3.0, -3.0], 3)  # even draws easy, odd draws hard
+    fitted = _known_fit("2pl", a, d, n_draws=6, d_shift=shift)
+    index = np.tile([1, 0, 3, 2, 5, 4], 20)
+    post = score_new_model(fitted, np.ones(30), draw_index=index, seed=2)
+    np.testing.assert_array_equal(post.item_draw_index, index)
+    theta = post.draws[:, 0]
+    hard = index % 2 == 1
+    assert theta[hard].mean() > theta[~hard].mean() + 1.0
+    with pytest.raises(ValidationError, match="draw positions"):
+        score_new_model(fitted, np.ones(30), draw_index=[0, 6])
+    with pytest.raises(ValidationError, match="propagate"):
+        score_new_model(fitted, np.ones(30), draw_index=[0], propagate=False)
 
 
 def test_response_formats_and_subsets_agree() -> None:

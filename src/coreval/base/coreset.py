@@ -81,7 +81,12 @@ class Coreset:
                      max_items: int | None = None, **details: Any) -> Coreset:
         """Build a coreset from column positions of ``source`` (duplicates are an error).
 
-        Keyword arguments other than the fields go to :attr:`details`.
+        Without ``weights``, a source whose items have groups gives the coreset its
+        items' summary-score weights (:meth:`ScoreMatrix.item_weights`, renormalised), so
+        that the weighted coreset mean estimates the summary score (the mean of the group
+        means) rather than the plain item mean; where those weights are equal (no
+        groups, or items of one group) they stay None, the plain mean. Keyword arguments
+        other than the fields go to :attr:`details`.
         """
         idx = np.asarray(indices, dtype=np.intp).ravel()
         if len(np.unique(idx)) != len(idx):
@@ -89,6 +94,10 @@ class Coreset:
         if idx.size and (idx.min() < 0 or idx.max() >= source.n_items):
             raise ValidationError("coreset column positions out of range")
         w = None if weights is None else np.asarray(weights, dtype=float).ravel()
+        if w is None and idx.size:
+            summary_w = source.item_weights()[idx]
+            if np.ptp(summary_w) > 0:  # equal weights: the plain mean, left as None
+                w = summary_w / summary_w.sum()
         if w is not None and w.shape != idx.shape:
             raise ValidationError(f"{w.shape[0]} weights for {idx.shape[0]} coreset columns")
         return cls(indices=idx, items=source.items[idx], weights=w, method=method,

@@ -84,7 +84,7 @@ class AbilityPosterior:
 
 def score_new_model(fit: IRTFit, responses, *, items=None, method: str = "eap",
                     propagate: bool = True, num_draws: int = 200,
-                    seed: int = 0) -> AbilityPosterior:
+                    draw_index=None, seed: int = 0) -> AbilityPosterior:
     """Posterior of a new model's ability from its responses on fitted items.
 
     Parameters
@@ -103,6 +103,11 @@ def score_new_model(fit: IRTFit, responses, *, items=None, method: str = "eap",
         Integrate over the item-parameter draws of ``fit``.
     num_draws : int
         Number of theta draws S.
+    draw_index : sequence of int, optional
+        With ``propagate``: the fit's item-parameter draws to condition on, one theta draw
+        each and in this order (``num_draws`` is then ignored), so that a caller can pair
+        each ability draw with an item draw it uses elsewhere; default ``num_draws`` of
+        them at random.
     seed : int
         Seed (same seed, same draws).
 
@@ -125,8 +130,15 @@ def score_new_model(fit: IRTFit, responses, *, items=None, method: str = "eap",
     if get_spec(link).clip:
         y = np.clip(y, EPS, 1.0 - EPS)
     pos = fit.item_positions(ids)
+    if draw_index is not None:
+        draw_index = np.asarray(draw_index).ravel()
+        if not propagate:
+            raise ValidationError("draw_index needs propagate=True")
+        if (draw_index.size == 0 or draw_index.dtype.kind not in "iu"
+                or draw_index.min() < 0 or draw_index.max() >= fit.n_draws):
+            raise ValidationError(f"draw_index must be draw positions in [0, {fit.n_draws})")
     rng = np.random.default_rng(seed)
-    params, index = _conditions(fit, pos, propagate, int(num_draws), rng)
+    params, index = _conditions(fit, pos, propagate, int(num_draws), rng, draw_index)
     key = jax.random.PRNGKey(seed)
     yj = jnp.asarray(y, dtype=jnp.float32)
     n_per = 1 if propagate else int(num_draws)
@@ -188,13 +200,16 @@ def _align(fit: IRTFit, responses, items) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _conditions(fit: IRTFit, pos: np.ndarray, propagate: bool, num_draws: int,
-                rng: np.random.Generator) -> tuple[dict[str, jnp.ndarray], np.ndarray]:
+                rng: np.random.Generator, draw_index: np.ndarray | None = None,
+                ) -> tuple[dict[str, jnp.ndarray], np.ndarray]:
     """Item-parameter sets (leading axis C) and their draw indices."""
     if propagate:
         draws = {k: v[:, pos] for k, v in fit.item_draws().items()}
         nuisance = {k: np.median(v, axis=1) for k, v in fit.nuisance_draws().items()}
         n_avail = fit.n_draws
-        if n_avail == 1:
+        if draw_index is not None:
+            index = draw_index.astype(int)
+        elif n_avail == 1:
             index = np.zeros(num_draws, dtype=int)
         else:
             index = np.sort(rng.choice(n_avail, size=num_draws, replace=n_avail < num_draws))

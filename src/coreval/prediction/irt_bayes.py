@@ -174,6 +174,23 @@ def blend_weight(tau2: float, v: np.ndarray) -> np.ndarray:
         return np.where(tau2 + v > 0, tau2 / np.where(tau2 + v > 0, tau2 + v, 1.0), 0.0)
 
 
+def unseen_mean_variance_factor(weights: np.ndarray, n_items: int) -> float:
+    """``f = Σ_C ŵ_i² / (1 − k/N)``: ``Var(ȳ_C − μ_U)`` per unit of item variance.
+
+    ``ȳ_C`` is the (normalised) weighted mean of ``k`` items sampled without replacement
+    from the ``N``, ``μ_U`` the mean of the ``N − k`` unseen ones. Since
+    ``ȳ_C − μ_U = (ȳ_C − μ) N / (N − k)`` and, for equal weights,
+    ``Var(ȳ_C − μ) = (S²/k)(1 − k/N)`` (Cochran 1977, Theorem 2.2),
+    ``Var(ȳ_C − μ_U) = (S²/k) / (1 − k/N)``; ``Σ ŵ²`` replaces ``1/k`` for unequal
+    weights. 0 when no item is unseen (there is nothing to blend).
+    """
+    w = np.asarray(weights, dtype=float)
+    k = w.size
+    if k >= n_items:
+        return 0.0
+    return float(np.sum((w / w.sum()) ** 2)) / (1.0 - k / n_items)
+
+
 def blend_shift(mean: np.ndarray, parts: np.ndarray, tau2: float) -> np.ndarray:
     """The blend's change to the full-score prediction, ``W_U λ (ȳ_C − p̂_U)``.
 
@@ -183,8 +200,9 @@ def blend_shift(mean: np.ndarray, parts: np.ndarray, tau2: float) -> np.ndarray:
         Full-score predictions without the blend, ``Σ_C w_i y_i + W_U p̂_U``.
     parts : ndarray (n, 4)
         Per model ``Σ_C w_i y_i``, the coreset mean ``ȳ_C``, ``W_U = Σ_{i∉C} w_i`` and
-        ``f = Σ_C ŵ_i² (1 − k/N)`` (:meth:`IRTBayesPredictor.blend_parts`); the coreset
-        mean's sampling variance is ``v = s (1 − s) f`` with ``s`` the predicted score
+        ``f = Σ_C ŵ_i² / (1 − k/N)`` (:meth:`IRTBayesPredictor.blend_parts`); the
+        variance of the coreset mean around the unseen items' mean is ``v = s (1 − s) f``
+        with ``s`` the predicted score
         (the largest variance of a score in [0, 1] with that mean; a binary score's
         exactly).
     tau2 : float
@@ -515,13 +533,13 @@ class IRTBayesPredictor(Predictor):
         rows = progress(range(x.shape[0]), desc="irt-bayes abilities", total=x.shape[0],
                         show=self.show_progress)
         for j in rows:
+            # ability draw s is conditioned on item-parameter draw draw_index_[s], the one
+            # that predicts the unseen items with it (_simulate)
             post = score_new_model(self.irt_fit_, x[j], items=self.coreset_.items,
                                    method=self.ability_method, propagate=True,
-                                   num_draws=n_draws, seed=int(rng.integers(2**31 - 1)))
-            theta = np.asarray(post.draws, dtype=float).reshape(n_draws, -1)
-            # re-pair each ability draw with the item draw it was conditioned on
-            order = np.argsort(np.asarray(post.item_draw_index), kind="stable")
-            out.append(theta[order])
+                                   draw_index=self.draw_index_,
+                                   seed=int(rng.integers(2**31 - 1)))
+            out.append(np.asarray(post.draws, dtype=float).reshape(n_draws, -1))
         return np.stack(out)
 
     def _simulate(self, x: np.ndarray, rng: np.random.Generator, theta: np.ndarray | None = None
@@ -729,14 +747,13 @@ class IRTBayesPredictor(Predictor):
         """Per model: ``Σ_C w_i y_i``, the coreset mean ``ȳ_C``, ``W_U`` and ``f``.
 
         The inputs of :func:`blend_shift` for responses ``x`` on this predictor's
-        coreset: ``ȳ_C`` uses the coreset weights (uniform without), and
-        ``f = Σ_C ŵ_i² (1 − k/N)`` is the coreset mean's variance per unit of item
-        variance for a sample of ``k`` of the ``N`` items without replacement.
+        coreset: ``ȳ_C`` uses the coreset weights (uniform without), and ``f`` is
+        :func:`unseen_mean_variance_factor`.
         """
         k = len(self.coreset_)
         w = self.coreset_.weights
         w = np.full(k, 1.0 / k) if w is None else np.asarray(w, dtype=float) / np.sum(w)
-        f = float(np.sum(w ** 2)) * (1.0 - k / self.n_items_)
+        f = unseen_mean_variance_factor(w, self.n_items_)
         n = x.shape[0]
         return np.column_stack([x @ self.w_coreset_, x @ w,
                                 np.full(n, float(self.w_unseen_.sum())), np.full(n, f)])

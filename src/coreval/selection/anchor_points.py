@@ -90,7 +90,8 @@ class AnchorPointsSelector(Selector):
         medoids = np.array(list(set(np.asarray(result.medoids).tolist())), dtype=np.intp)
         members = np.argmax(corr[medoids, :], axis=0)
         sizes = np.bincount(members, minlength=len(medoids))
-        weights = sizes / n
+        # each cluster's share of the summary score (of the items, without groups)
+        weights = np.bincount(members, weights=source.item_weights(), minlength=len(medoids))
         return Coreset.from_indices(source, medoids, weights=weights, method="anchor-points",
                                     seed=self.seed, n_iter=int(result.n_iter),
                                     loss=float(result.loss), cluster_sizes=sizes)

@@ -34,12 +34,15 @@ from coreval.irt.source_fit import (
 
 
 def kmeans_anchors(params: np.ndarray, k: int, *, seed: int = 0,
-                   n_init: int | str = "auto") -> tuple[np.ndarray, np.ndarray]:
+                   n_init: int | str = "auto",
+                   item_weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Anchor items of tinyBenchmarks from per-item parameter vectors.
 
     ``KMeans(k, random_state=seed)`` on the rows of ``params``; the anchor of a
     cluster is the item nearest (Euclidean) to its centre, its weight the
-    cluster's share of items. Two centres whose nearest item coincides are
+    cluster's share of items, or of ``item_weights`` (the summary score's weights of
+    grouped items, as tinyBenchmarks' ``balance_weights``). Two centres whose nearest
+    item coincides are
     merged into one anchor (weights added), so fewer than ``k`` anchors can
     come back and the weights always sum to 1.
 
@@ -55,13 +58,15 @@ def kmeans_anchors(params: np.ndarray, k: int, *, seed: int = 0,
         ``random_state`` of KMeans.
     n_init : int or "auto"
         KMeans restarts (the reference uses ``"auto"``).
+    item_weights : ndarray (n_items,), optional
+        Weights of the items summing to 1 (default: ``1 / n_items`` each).
 
     Returns
     -------
     anchors : ndarray of int
         Item positions, in cluster order (duplicates removed).
     weights : ndarray of float
-        Cluster sizes / n_items.
+        Each cluster's sum of item weights (its share of items by default).
     """
     params = np.asarray(params, dtype=float)
     if not np.isfinite(params).all():
@@ -69,7 +74,9 @@ def kmeans_anchors(params: np.ndarray, k: int, *, seed: int = 0,
     n_items = params.shape[0]
     km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(params)
     nearest = pairwise_distances(km.cluster_centers_, params).argmin(axis=1)
-    sizes = np.bincount(km.labels_, minlength=k).astype(float) / n_items
+    sizes = (np.bincount(km.labels_, minlength=k).astype(float) / n_items
+             if item_weights is None else
+             np.bincount(km.labels_, weights=np.asarray(item_weights, float), minlength=k))
     anchors: list[int] = []
     weights: list[float] = []
     for item, w in zip(nearest, sizes, strict=True):
@@ -137,8 +144,9 @@ class IRTAnchorSelector(Selector):
         irt_fit = fit_source_irt(source, spec, seed=self.seed, cache=self.cache_,
                                  show_progress=self.show_progress)
         a, d, _ = logistic_item_params(irt_fit)
-        anchors, weights = kmeans_anchors(np.column_stack([a, d]), k, seed=self.seed,
-                                          n_init=self.n_init)
+        anchors, weights = kmeans_anchors(
+            np.column_stack([a, d]), k, seed=self.seed, n_init=self.n_init,
+            item_weights=source.item_weights())
         self.fit_ = irt_fit
         return Coreset.from_indices(source, anchors, weights=weights, method="irt-anchors",
                                     irt_model=self.model_,

@@ -92,7 +92,9 @@ class ScalesSelector(Selector):
             dist = np.linalg.norm(U[members] - km.cluster_centers_[c], axis=1)
             chosen[c] = members[np.argmin(dist)]
         sizes = np.bincount(labels, minlength=k).astype(float)
-        return Coreset.from_indices(source, chosen, weights=sizes / sizes.sum(),
+        # each cluster's share of the summary score (of the items, without groups)
+        weights = np.bincount(labels, weights=source.item_weights(), minlength=k)
+        return Coreset.from_indices(source, chosen, weights=weights,
                                     method=type(self).__name__, labels=labels,
                                     reduced=U, cluster_sizes=sizes)
 
