@@ -315,6 +315,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="recompute only the width-stopped rows of the stored parts of "
                              "the first budget")
     args = parser.parse_args(argv)
+    defaults = vars(parser.parse_args([]))
+    # the options that change which rows are made, where they differ from the defaults
+    args.method_flags = " ".join(
+        f"--{key.replace('_', '-')} " + (" ".join(map(str, value)) if isinstance(value, list)
+                                         else str(value))
+        for key, value in vars(args).items()
+        if key in ("static", "rules", "exposure_rules", "max_exposure", "start_methods", "tag")
+        and value != defaults[key])
     raw = RESULTS / "raw" / args.tag
     raw.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
@@ -366,6 +374,8 @@ def _commands(table: pd.DataFrame, args) -> str:
     without the width-stopped rows (``--width 0``).
     """
     fixed = f"--starts {args.starts} --start-targets {args.start_targets}"
+    if args.method_flags:
+        fixed += " " + args.method_flags
     runs: dict[tuple, list[int]] = {}
     for (setting, seed), df in table.groupby(["setting", "seed"], sort=False):
         budgets = " ".join(f"{b:g}" for b in sorted(df["budget"].unique()))
@@ -455,18 +465,22 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
              "target's recorded row; their misfit term τ is learnt out of fold on the "
              "source models (split conformal). RMSE and width in percentage points of the "
              "full score; `items` is the mean number of items asked (the budget k, or what "
-             f"the width stop needed). `@width` rows stop at a {100 * args.width:g} pp wide "
-             f"90 % interval (or half the bank), on the first {args.width_targets} targets; "
-             "their τ is learnt for that stop: held-out source tests run to half the bank "
-             "with τ = 0 and are replayed under each τ, which is the smallest whose replayed "
-             "stops cover 90 % of them (`coreval.adaptive.misfit`); cat-random@width reads "
-             "random items through the same bank and τ. "
-             "`+exposure` rows use exposure control at "
+             "the width stop needed). "
+             + (f"`@width` rows stop at a {100 * args.width:g} pp wide "
+                f"90 % interval (or half the bank), on the first {args.width_targets} "
+                "targets; their τ is learnt for that stop: held-out source tests run to half "
+                "the bank with τ = 0 and are replayed under each τ, which is the smallest "
+                "whose replayed stops cover 90 % of them (`coreval.adaptive.misfit`); "
+                "cat-random@width reads random items through the same bank and τ. "
+                if args.width else "")
+             + "`+exposure` rows use exposure control at "
              f"{args.max_exposure:g} (Sympson-Hetter plus a ceiling over the targets); "
              "`max exp.` is the largest share of targets an item "
-             f"went to. `start sd` and `flips` (Fluid Benchmarking's variance and rank "
-             f"flips) are over {args.starts} random starts on the first "
-             f"{args.start_targets} targets; `τ misfit` is the learnt τ (pp). "
+             "went to. "
+             + (f"`start sd` and `flips` (Fluid Benchmarking's variance and rank "
+                f"flips) are over {args.starts} random starts on the first "
+                f"{args.start_targets} targets. " if args.starts > 1 else "")
+             + "`τ misfit` is the learnt τ (pp). "
              + cv_note(table), "",
              f"![RMSE vs items]({os.path.relpath(figure, RESULTS)})", ""]
     summary, widths = [], []
