@@ -69,11 +69,14 @@ def test_kl_information_is_the_posterior_weighted_kl_divergence():
     state = update(init(bank), np.arange(6), _answers(a, d, -0.4, seed=3, c=0.2)[:6])
     pi = state.weights()
     theta, _ = state.theta_moments()
-    g_hat = int(np.argmin(np.abs(bank.grid - theta)))
-    expected = np.zeros(len(state.unasked))
+    assert np.abs(bank.grid - theta).min() > 1e-3  # θ̂ between nodes
+    rest = state.unasked
+    expected = np.zeros(len(rest))
     for s in range(bank.n_draws):
+        c = bank.c[s, rest]
+        p_hat = c + (1 - c) * expit(bank.a[s, rest] * theta + bank.d[s, rest])
         for g in range(len(bank.grid)):
-            p_hat, p = bank.probs[s, g_hat, state.unasked], bank.probs[s, g, state.unasked]
+            p = bank.probs[s, g, rest]
             expected += pi[s, g] * (p_hat * np.log(p_hat / p)
                                     + (1 - p_hat) * np.log((1 - p_hat) / (1 - p)))
     np.testing.assert_allclose(kl_information(state), expected, rtol=1e-9, atol=1e-12)

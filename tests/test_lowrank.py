@@ -165,6 +165,16 @@ def test_nested_selection_uses_only_training_cells(rng):
     assert errors[(rank, lam)] == min(errors.values())
 
 
+def test_nested_selection_reads_fraction_columns_as_percentages(rng):
+    _, values = simulate(rng)
+    pct = values[:, 1:]  # percentage columns only
+    opts = dict(ranks=(1, 2), lams=(0.1, 1.0), n_ensemble=1)
+    _, _, on_pct = select_als(pct, **opts)
+    _, _, on_frac = select_als(pct / 100, fractions=True, **opts)
+    assert on_frac.keys() == on_pct.keys()
+    assert np.allclose([100 * on_frac[k] for k in on_pct], list(on_pct.values()), rtol=1e-6)
+
+
 def test_inner_split_keeps_a_cell_per_row(rng):
     obs = rng.random((30, 10)) < 0.5
     held = inner_split(obs, seed=1)
@@ -499,6 +509,37 @@ def test_low_rank_imputer_folds_in_new_models(bench_source):
     assert 0.75 < inside.mean() <= 1.0
     with pytest.raises(ValidationError, match="level"):
         LowRankImputer(level=1.5).fit(source, coreset)
+
+
+def test_low_rank_imputer_calibration_folds_do_not_see_their_models(bench_source,
+                                                                   monkeypatch):
+    """Each calibration fold's fit (transform included) ignores the models it scores."""
+    from coreval.base import Coreset
+    from coreval.data.matrix import ScoreMatrix
+    from coreval.prediction.lowrank_imputer import LowRankImputer
+
+    _, source = bench_source
+    coreset = Coreset.from_indices(source, [1, 4, 7, 11, 15])
+    seen: list[np.ndarray] = []
+    complete = LowRankImputer._complete
+
+    def spy(self, z, observed, n_ensemble):
+        seen.append(z.copy())
+        return complete(self, z, observed, n_ensemble)
+
+    monkeypatch.setattr(LowRankImputer, "_complete", spy)
+    imputer = LowRankImputer(n_ensemble=2, calibration_folds=4, seed=3)
+    imputer.fit(source, coreset)
+    first = list(seen)
+    fold = np.random.default_rng(3).permutation(40) % 4
+    changed = source.values.copy()
+    changed[fold == 0] = np.clip(changed[fold == 0] * 0.6 + 30.0, 0, None)
+    seen.clear()
+    LowRankImputer(n_ensemble=2, calibration_folds=4, seed=3).fit(
+        ScoreMatrix(changed, models=source.models, items=source.items), coreset)
+    assert len(first) == len(seen) == 5  # the full fit, then one per calibration fold
+    assert not np.array_equal(first[0], seen[0])  # the full fit sees every model
+    assert np.array_equal(first[1], seen[1])  # fold 0's fit does not see fold 0
 
 
 def test_bayes_low_rank_imputer_does_not_depend_on_the_batch(bench_source):

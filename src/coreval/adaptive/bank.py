@@ -85,15 +85,26 @@ class ItemBank:
         for name, value in (("items", items), ("a", a), ("d", d), ("c", c), ("weights", w),
                             ("groups", groups), ("grid", np.asarray(self.grid, float))):
             object.__setattr__(self, name, value)
-        z = np.clip(a[:, None, :] * self.grid[None, :, None] + d[:, None, :],
-                    -LOGIT_CLIP, LOGIT_CLIP)
-        p = expit(z)
-        if c is not None:
-            p = c[:, None, :] + (1.0 - c[:, None, :]) * p
-        object.__setattr__(self, "probs", np.clip(p, 1e-9, 1.0 - 1e-9))  # (S, G, N)
+        object.__setattr__(self, "probs", self.probs_at(self.grid))  # (S, G, N)
         # Criteria of the named rules before any answer: the same for every test of the
         # bank, so computed once (next_items fills it).
         object.__setattr__(self, "prior_criteria", {})
+
+    def probs_at(self, theta: np.ndarray | float) -> np.ndarray:
+        """``P(correct)`` of every item under every draw at abilities ``theta``.
+
+        ``c + (1 - c) σ(a θ + d)`` (2PL without ``c``), clipped to ``[1e-9, 1 - 1e-9]``
+        as the node probabilities are; shape ``(S, len(theta), N)``, or ``(S, N)`` for a
+        scalar ``theta``.
+        """
+        t = np.asarray(theta, dtype=float)
+        z = np.clip(self.a[:, None, :] * np.atleast_1d(t)[None, :, None]
+                    + self.d[:, None, :], -LOGIT_CLIP, LOGIT_CLIP)
+        p = expit(z)
+        if self.c is not None:
+            p = self.c[:, None, :] + (1.0 - self.c[:, None, :]) * p
+        p = np.clip(p, 1e-9, 1.0 - 1e-9)
+        return p[:, 0, :] if t.ndim == 0 else p
 
     @property
     def log_probs(self) -> tuple[np.ndarray, np.ndarray]:

@@ -59,8 +59,9 @@ def fisher_information(state: AdaptiveState) -> np.ndarray:
 def kl_information(state: AdaptiveState) -> np.ndarray:
     """Posterior-weighted KL information (Chang & Ying 1996) of each unasked item.
 
-    ``Σ_{s,g} π_sg KL(p_s(θ̂) ‖ p_sg)``, split so that no (draw, node, item) array is
-    formed: with ``p̂_s = p_s(θ̂)``, ``q = 1 - p`` and the bank's cached logarithms,
+    ``Σ_{s,g} π_sg KL(p_s(θ̂) ‖ p_sg)`` with ``θ̂`` the posterior mean (not a grid node),
+    split so that no (draw, node, item) array is formed: with ``p̂_s = p_s(θ̂)``,
+    ``q = 1 - p`` and the bank's cached logarithms,
 
         Σ_s π_s (p̂_s log p̂_s + q̂_s log q̂_s) - Σ_s (p̂_s Σ_g π_sg log p_sg
                                                    + q̂_s Σ_g π_sg log q_sg),
@@ -70,13 +71,12 @@ def kl_information(state: AdaptiveState) -> np.ndarray:
     bank = state.bank
     pi = state.weights()                                          # (S, G)
     theta, _ = state.theta_moments()
-    g_hat = int(np.argmin(np.abs(bank.grid - theta)))
     log_p, log_q = bank.log_probs                                 # (S, G, N) each
-    p_hat = bank.probs[:, g_hat, :]                               # (S, N)
+    p_hat = bank.probs_at(theta)                                  # (S, N)
     q_hat = 1.0 - p_hat
     expected_log_p = np.matmul(pi[:, None, :], log_p)[:, 0, :]    # (S, N)
     expected_log_q = np.matmul(pi[:, None, :], log_q)[:, 0, :]
-    entropy_part = pi.sum(axis=1) @ (p_hat * log_p[:, g_hat, :] + q_hat * log_q[:, g_hat, :])
+    entropy_part = pi.sum(axis=1) @ (p_hat * np.log(p_hat) + q_hat * np.log1p(-p_hat))
     cross_part = (p_hat * expected_log_p + q_hat * expected_log_q).sum(axis=0)
     return (entropy_part - cross_part)[state.unasked]
 

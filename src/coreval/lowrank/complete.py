@@ -318,14 +318,15 @@ def inner_data(values: np.ndarray, held: np.ndarray, transform: Transform,
 
 def select_als(values: np.ndarray, *, ranks: tuple[int, ...] = (1, 2, 3, 4),
                lams: tuple[float, ...] = (0.01, 0.1, 1.0), transform: Transform = "logit",
-               inner_fraction: float = 1 / 3, seed: int = 0, n_ensemble: int = 5,
-               ) -> tuple[int, float, dict[tuple[int, float], float]]:
+               inner_fraction: float = 1 / 3, fractions: bool = False, seed: int = 0,
+               n_ensemble: int = 5) -> tuple[int, float, dict[tuple[int, float], float]]:
     """Rank and lambda of Bias-ALS with the smallest median absolute error on inner cells.
 
     The inner cells (:func:`inner_split`) are hidden, every pair of the grid completes the
     rest, and the pair whose completion is closest (median absolute error in score points)
     on the hidden cells is returned, with the grid's errors. Only the given training cells
-    are used.
+    are used. ``fractions`` is passed to every completion
+    (:func:`coreval.lowrank.transform.fit_transform`: 0-1 columns are percentages / 100).
     """
     values = check_matrix(values)
     observed = ~np.isnan(values)
@@ -335,7 +336,7 @@ def select_als(values: np.ndarray, *, ranks: tuple[int, ...] = (1, 2, 3, 4),
     for rank in ranks:
         for lam in lams:
             comp = complete_bias_als(train, transform=transform, rank=rank, lam=lam,
-                                     n_ensemble=n_ensemble, seed=seed)
+                                     n_ensemble=n_ensemble, fractions=fractions, seed=seed)
             errors[(rank, lam)] = float(np.median(np.abs(comp.mean[held] - values[held])))
     best = min(errors, key=errors.get)
     return best[0], best[1], errors

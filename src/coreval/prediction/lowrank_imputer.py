@@ -145,9 +145,14 @@ class LowRankImputer(Predictor):
             return None
         return [als_row_prior(st, z, observed) for st in states]
 
-    def _calibrate(self, z: np.ndarray, observed: np.ndarray, sel: np.ndarray) -> float:
-        """Conformal half-width from source models folded in out of fold."""
-        n = z.shape[0]
+    def _calibrate(self, values: np.ndarray, sel: np.ndarray) -> float:
+        """Conformal half-width from source models folded in out of fold.
+
+        Each fold's transform (logit / standardisation of the columns) is fitted on the
+        other folds only and maps the held-out models' scores, as the final transform maps a
+        new model's: the calibration models do not shape the space they are scored in.
+        """
+        n = values.shape[0]
         k = int(self.calibration_folds)
         if k < 2 or n < 2 * k:
             raise ValidationError(f"calibration_folds must be >= 2 and at most half the "
@@ -156,11 +161,12 @@ class LowRankImputer(Predictor):
         resid = []
         for f in range(k):
             test = fold == f
-            states = self._complete(z[~test], observed[~test], max(2, self.n_ensemble // 3))
-            priors = self._priors(states, z[~test], observed[~test])
-            usable = observed[np.ix_(test, sel)]
-            z_t, o_t = z[test], observed[test]
-            for rows, cols in _patterns(usable):
+            ct, observed, z = _z_source(values[~test], self.transform)
+            states = self._complete(z, observed, max(2, self.n_ensemble // 3))
+            priors = self._priors(states, z, observed)
+            o_t = ~np.isnan(values[test])
+            z_t = np.where(o_t, forward(ct, np.where(o_t, values[test], 0.0)), 0.0)
+            for rows, cols in _patterns(o_t[:, sel]):
                 pred = als_fold_in(z_t[np.ix_(rows, sel[cols])], sel[cols], states, self.lam,
                                    priors)
                 other = o_t[rows].copy()
@@ -173,14 +179,14 @@ class LowRankImputer(Predictor):
         _check_level(self.level)
         if self.fold_in not in FOLD_INS:
             raise ValidationError(f"fold_in must be one of {FOLD_INS}, got {self.fold_in!r}")
-        ct, observed, z = _z_source(np.asarray(source.values, dtype=np.float64),
-                                    self.transform)
+        values = np.asarray(source.values, dtype=np.float64)
+        ct, observed, z = _z_source(values, self.transform)
         key = ("bias-als", source_fingerprint(source), self.transform, self.rank, self.lam,
                self.n_iter, self.n_ensemble, self.seed)
         self.states_ = get_or_fit(self.cache_, key,
                                   lambda: self._complete(z, observed, self.n_ensemble))
         self.priors_ = self._priors(self.states_, z, observed)
-        self.half_width_ = self._calibrate(z, observed, coreset.indices)
+        self.half_width_ = self._calibrate(values, coreset.indices)
         self.transform_ = ct
         self.columns_ = source.items
 
