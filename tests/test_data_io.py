@@ -63,6 +63,30 @@ def test_wide_csv_layout_and_ids_kept_as_text(tmp_path):
     assert matrix.kind == "binary" and matrix.name == "wide"
 
 
+def test_wide_parquet_with_the_model_ids_as_its_index(tmp_path, mixed):
+    """pandas keeps ScoreMatrix.to_frame()'s model-id index in the file; it is the id column."""
+    path = tmp_path / "indexed.parquet"
+    mixed.to_frame().to_parquet(path)
+    _same(load_matrix(path), mixed)
+
+
+def test_ids_that_look_missing_keep_their_names_and_na_scores_are_missing(tmp_path):
+    wide = tmp_path / "wide.csv"
+    wide.write_text("model,NA,q2\nNA,1,NA\nnull,0,1\n")
+    matrix = load_matrix(wide)
+    assert matrix.models.tolist() == ["NA", "null"] and matrix.items.tolist() == ["NA", "q2"]
+    np.testing.assert_array_equal(matrix.values, [[1.0, NAN], [0.0, 1.0]])
+    long = tmp_path / "long.csv"
+    long.write_text("model,item,score\na,null,1\na,x,0\nb,null,NA\nb,x,1\n")
+    matrix = load_matrix(long)
+    assert matrix.items.tolist() == ["null", "x"]
+    np.testing.assert_array_equal(matrix.values, [[1.0, 0.0], [NAN, 1.0]])
+    blank = tmp_path / "blank.csv"
+    blank.write_text("model,item,score\na,x,1\n,x,0\nb,x,1\n")
+    with pytest.raises(ValidationError, match="1 rows have no model id"):
+        load_matrix(blank)
+
+
 def test_long_csv_with_extra_columns_and_order_of_appearance(tmp_path):
     frame = pd.DataFrame({"Model": ["m2", "m1", "m2", "m1"], "Item": ["b", "a", "a", "b"],
                           "Score": [0.5, 0.25, 1.0, 0.0], "note": ["", "", "", "x"]})

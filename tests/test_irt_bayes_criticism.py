@@ -168,3 +168,32 @@ def test_model_auto_keeps_the_candidate_with_the_lowest_out_of_fold_rmse() -> No
                        misfit="none", **options)
     assert plain.predictor.irt_spec_.model in AUTO_MODELS
     assert plain.predictor.candidates_cv_rmse_ is None
+
+
+def test_check_is_not_biased_by_items_constant_in_a_replicate():
+    """With the model true (every draw = the generating 2PL), p-values are about uniform,
+    although easy items are often constant (no correlation) in a replicate of 15 models."""
+    from types import SimpleNamespace
+
+    from coreval.prediction.irt_bayes import IRTBayesPredictor
+
+    rng = np.random.default_rng(0)
+    n_models, n_items, n_draws = 15, 40, 100
+    a = rng.uniform(0.8, 2.0, n_items)
+    d = np.where(np.arange(n_items) < 20, 3.5, rng.normal(0, 1, n_items))  # 20 easy items
+    theta = rng.standard_normal(n_models)
+    draws = {"a": np.broadcast_to(a[None, :, None], (n_draws, n_items, 1)).copy(),
+             "d": np.broadcast_to(d[None], (n_draws, n_items)).copy()}
+    theta_draws = np.broadcast_to(theta[None, None, :, None], (1, n_draws, n_models, 1))
+    fit = SimpleNamespace(idata=SimpleNamespace(posterior={
+        "theta": SimpleNamespace(values=theta_draws.copy())}), item_draws=lambda: draws)
+    p_true = expit(theta[:, None] * a + d)
+    pvalues, easy = [], []
+    for rep in range(100):
+        y = (rng.random(p_true.shape) < p_true).astype(float)
+        check = IRTBayesPredictor._posterior_predictive_check(
+            SimpleNamespace(irt_fit_=fit, seed=rep), ScoreMatrix(y))
+        pvalues.append(check.pvalue)
+        easy.append(check.item_pvalues[:20])
+    assert 0.4 < np.mean(pvalues) < 0.6  # 0.30 when constant items counted as zero / below
+    assert 0.4 < np.nanmean(easy) < 0.6  # 0.29 when undefined replicates counted as below

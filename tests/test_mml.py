@@ -353,3 +353,20 @@ def test_mml_fit_draws_from_the_asymptotic_normal_so_arviz_shows_standard_errors
     again = fit("2pl", y, method="mml", seed=1)
     np.testing.assert_array_equal(again.idata.posterior["d"].values,
                                   res.idata.posterior["d"].values)
+
+
+def test_mml_draws_keep_the_sign_of_a_negative_slope():
+    """An item that stronger models fail more often keeps its negative slope in the draws."""
+    from coreval.irt import fit
+
+    rng = np.random.default_rng(0)
+    theta = rng.standard_normal((300, 1))
+    a = np.array([1.5, 1.2, 1.0, 1.3, 0.8, 1.1, 1.4, -1.5])
+    d = np.array([0.2, -0.3, 0.5, 0.0, -0.5, 0.3, 0.1, 0.4])
+    y = (rng.random((300, 8)) < 1 / (1 + np.exp(-(theta * a + d)))).astype(float)
+    res = fit("2pl", y, method="mml", seed=0, show_progress=False)
+    point, mean = res.item_point("point"), res.item_point("mean")
+    assert point["a"][-1, 0] < 0
+    np.testing.assert_array_equal(np.sign(mean["a"]), np.sign(point["a"]))
+    np.testing.assert_array_equal(np.sign(mean["b"]), np.sign(point["b"]))
+    np.testing.assert_allclose(mean["a"], point["a"], atol=0.1)

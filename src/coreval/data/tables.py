@@ -32,6 +32,11 @@ from coreval.errors import ValidationError, preview
 
 Layout = Literal["wide", "long"]
 LONG_COLUMNS: tuple[str, str, str] = ("model", "item", "score")
+#: Score cells read as missing (pandas' defaults for CSV). Ids are read verbatim: a model
+#: or item called "NA" or "null" keeps its name, and only an empty id cell is missing.
+MISSING_SCORES: frozenset[str] = frozenset(
+    {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+     "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
 TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".parquet")
 
 
@@ -64,8 +69,13 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
             if len(dup):
                 raise ValidationError(f"{path.name}: duplicate column names "
                                       f"{preview(list(dup), 5)} (each column needs its own name)")
-            return pd.read_csv(path, dtype=str)
-        return pd.read_parquet(path)
+            return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+        frame = pd.read_parquet(path)
+        # pandas stores a named or string index (e.g. the model ids of
+        # ScoreMatrix.to_frame()) in the file and restores it: make it a column again
+        if not isinstance(frame.index, pd.RangeIndex):
+            frame = frame.reset_index()
+        return frame
     except ValidationError:
         raise
     except (ValueError, OSError, pd.errors.ParserError) as exc:
@@ -83,8 +93,12 @@ def _numeric(frame: pd.DataFrame, where: str) -> np.ndarray:
     """Convert every column to float; non-numeric cells raise naming the column."""
     out = np.empty(frame.shape, dtype=np.float64)
     for j, col in enumerate(frame.columns):
-        converted = pd.to_numeric(frame[col], errors="coerce")
-        bad = converted.isna() & frame[col].notna()
+        cells = frame[col]
+        if not pd.api.types.is_numeric_dtype(cells):
+            text = cells.astype(str).str.strip()
+            cells = cells.where(cells.isna() | ~text.isin(MISSING_SCORES), None)
+        converted = pd.to_numeric(cells, errors="coerce")
+        bad = converted.isna() & cells.notna()
         if bad.any():
             raise ValidationError(f"{where}: column {col!r} has non-numeric values: "
                                   f"{preview(frame[col][bad].astype(str).unique(), 5)}")
@@ -118,6 +132,11 @@ def frame_to_matrix(frame: pd.DataFrame, *, long: bool | None = None, name: str 
         missing = [c for c in LONG_COLUMNS if c not in frame.columns]
         if missing:
             raise ValidationError(f"{where}: long table lacks columns {missing}")
+        for col in ("model", "item"):
+            empty = frame[col].isna() | (frame[col].astype(str).str.strip() == "")
+            if empty.any():
+                raise ValidationError(f"{where}: {int(empty.sum())} rows have no {col} id "
+                                      f"(rows {preview(np.flatnonzero(empty.to_numpy()), 5)})")
         keys = frame[["model", "item"]].astype(str)
         dup = keys.duplicated(keep=False)
         if dup.any():
@@ -137,6 +156,7 @@ def frame_to_matrix(frame: pd.DataFrame, *, long: bool | None = None, name: str 
         raise ValidationError(f"{where}: wide table needs a model-id column and at least one "
                               f"item column, got {frame.shape[1]} column(s)")
     ids = frame.iloc[:, 0]
+    ids = ids.where(ids.isna() | (ids.astype(str).str.strip() != ""), None)
     if ids.isna().any():
         raise ValidationError(f"{where}: {int(ids.isna().sum())} rows have no model id")
     values = _numeric(frame.iloc[:, 1:], where)

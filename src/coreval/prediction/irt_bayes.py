@@ -697,10 +697,18 @@ class IRTBayesPredictor(Predictor):
             m, v = np.nanmean(r_rep, axis=0), np.nanvar(r_rep, axis=0)
         usable = np.isfinite(r_obs) & np.isfinite(m)
         v = np.maximum(v, 1e-6)
-        t_obs = np.sum((r_obs[usable] - m[usable]) ** 2 / v[usable])
-        t_rep = np.nansum((r_rep[:, usable] - m[usable]) ** 2 / v[usable], axis=1)
-        with np.errstate(invalid="ignore"):
-            item_p = np.where(np.isfinite(r_obs), np.mean(r_rep >= r_obs, axis=0), np.nan)
+        # An item constant in a replicate has no correlation there: each replicate's
+        # discrepancy and the observed one are summed over the same items (those defined in
+        # that replicate), and an item's p-value counts only the replicates it is defined in.
+        defined = np.isfinite(r_rep) & usable                          # (R, n_items)
+        dev_obs = np.where(usable, (np.where(usable, r_obs, 0.0) - m) ** 2 / v, 0.0)
+        dev_rep = np.where(defined, (np.where(defined, r_rep, 0.0) - m) ** 2 / v, 0.0)
+        t_obs = (defined * dev_obs).sum(axis=1)
+        t_rep = dev_rep.sum(axis=1)
+        finite = np.isfinite(r_rep)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            hits = (finite & (np.where(finite, r_rep, 0.0) >= r_obs)).sum(axis=0)
+            item_p = np.where(np.isfinite(r_obs), hits / finite.sum(axis=0), np.nan)
         outside = (r_obs[usable] < lo[usable]) | (r_obs[usable] > hi[usable])
         return PosteriorPredictiveCheck(
             pvalue=float(np.mean(t_rep >= t_obs)),

@@ -198,5 +198,6 @@ def _check_options(name: str, link: str, method: str, dims, priors: str) -> None
         if dims != 1:
             raise ValidationError(f"method 'mml' supports dims=1 only, got dims={dims}")
         if priors == "signed":
-            raise ValidationError("method 'mml' fits positive (log-normal) slopes; "
-                                  "priors='signed' needs method 'map', 'svi' or 'nuts'")
+            raise ValidationError("method 'mml' has no item priors (its slopes take either "
+                                  "sign already); priors='signed' needs method 'map', 'svi' "
+                                  "or 'nuts'")

@@ -64,7 +64,7 @@ def _fit_mml(data: IRTData, name: str, show_progress: bool | None, *,
     ok = item_se is not None and all(np.isfinite(v).all() for v in item_se.values())
     if ok:
         rng = np.random.default_rng(seed)
-        draws = {"a": np.abs(_antithetic_normal(rng, a, item_se["a"], MML_DRAWS)),
+        draws = {"a": _antithetic_normal(rng, a, item_se["a"], MML_DRAWS),
                  "d": _antithetic_normal(rng, d, item_se["d"], MML_DRAWS),
                  "theta": _antithetic_normal(rng, theta, np.asarray(psd, float) / s,
                                              MML_DRAWS)}
