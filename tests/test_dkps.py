@@ -215,6 +215,24 @@ def test_missing_pair_is_named_or_model_excluded(tmp_path):
     assert list(out.models) == ["m1"] and list(out.excluded) == ["m2"]
 
 
+def test_duplicate_models_or_queries_raise(tmp_path):
+    store, fake = _store(), CountingEmbedder()
+    for models, queries, what in ((["m1", "m2", "m1"], ["q1"], "models: m1"),
+                                  (["m1"], ["q1", "q2", "q1"], "queries: q1")):
+        with pytest.raises(ValidationError, match=f"duplicate {what}"):
+            embed_responses(store, models, queries, fake, cache=EmbeddingCache(tmp_path))
+
+
+def test_from_parquet_filters_an_integer_query_column_with_string_ids(tmp_path):
+    path = tmp_path / "outputs.parquet"
+    pd.DataFrame({"model": ["m1", "m1", "m2"], "item": np.array([0, 1, 0], dtype=np.int32),
+                  "output": ["a", "b", "c"]}).to_parquet(path)
+    store = ResponseStore.from_parquet(path, queries=["0", "1"], models=["m1"])
+    assert len(store.frame) == 2 and sorted(store.queries) == ["0", "1"]
+    with pytest.raises(ValidationError, match="must be integers"):
+        ResponseStore.from_parquet(path, queries=["q1"])
+
+
 def test_callable_and_one_hot_embedders(tmp_path):
     onehot = OneHotEmbedder(["A", "B", "C"])
     np.testing.assert_array_equal(onehot(["B", " A"]), [[0, 1, 0], [1, 0, 0]])

@@ -208,3 +208,7 @@ def test_scoring_errors() -> None:
         score_new_model(fitted, [1, 0, 1])
     with pytest.raises(ValidationError, match=r"unknown scoring method"):
         score_new_model(fitted, [1, 0, 1, 0, 1], method="mcmc")
+    for answers in (pd.Series({"item0": 1.0, "item1": "correct"}),
+                    {"item0": 1.0, "item1": "correct"}):  # not dropped as unanswered
+        with pytest.raises(ValidationError, match=r"must be numeric; items item1 have 'correct'"):
+            score_new_model(fitted, answers)

@@ -224,3 +224,35 @@ def test_random_is_better_is_the_one_standard_error_rule():
     assert not random_is_better(own, np.array([1.0, 1.0, 1.0, 25.0]))
     assert not random_is_better(own, own)  # equal errors keep the method
     assert not random_is_better(np.array([5.0]), np.array([0.0]))  # one model: no evidence
+
+
+def test_reused_fits_count_with_the_seconds_they_took(monkeypatch):
+    """A cell that reuses a fit reports what it costs on its own, not ~0 s."""
+    import time
+
+    import coreval.gaussian.correlation as correlation
+
+    cache = FitCache()
+    start = cache.clock()
+    assert cache.get_or_fit("k", lambda: time.sleep(0.2) or 1) == 1
+    first = cache.clock() - start
+    wall, start = time.perf_counter(), cache.clock()
+    assert cache.get_or_fit("k", lambda: 2) == 1  # a hit: no fit runs ...
+    assert time.perf_counter() - wall < 0.1
+    assert cache.clock() - start == pytest.approx(first, abs=0.05)  # ... but it is counted
+
+    original = correlation.estimate_correlation
+
+    def slow(*args, **kwargs):
+        time.sleep(0.3)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(correlation, "estimate_correlation", slow)
+    rng = np.random.default_rng(0)
+    scores = rng.normal(size=(40, 12)) + rng.normal(size=(40, 1))
+    source = ScoreMatrix(scores, level="benchmark", kind="continuous")
+    shared = FitCache()
+    seconds = [fit_method(get_method("gauss-mi"), source, k, seed=0,
+                          cache=shared).seconds["select"]
+               for k in (3, 5)]
+    assert shared.hits >= 1 and min(seconds) >= 0.3

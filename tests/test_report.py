@@ -210,6 +210,22 @@ def test_item_diagnostics_flags_constant_and_flipped_items(corrupted):
     _png(ip.plot_item_map(table))
 
 
+def test_diagnostics_refuse_a_fit_with_guessing(corrupted):
+    """Their 2PL curve is not a 3PL's: an error, not a table flagging every item."""
+    sim, matrix = corrupted
+    fit = _fake_fit(sim)
+    post = {name: fit.idata.posterior[name].values for name in ("a", "d", "theta")}
+    post["c"] = np.full((1, 40, matrix.n_items), 0.2)
+    idata = az.from_dict(posterior=post, coords={
+        "item": matrix.items.astype(str), "model": matrix.models.astype(str), "dim": [0]},
+        dims={"a": ["item", "dim"], "d": ["item"], "c": ["item"], "theta": ["model", "dim"]})
+    three = IRTFit(model="3pl", method="svi", dims=1, priors="weak", idata=idata, card={})
+    with pytest.raises(ValidationError, match="guessing parameter"):
+        ip.item_diagnostics(three, matrix, ppc_draws=5)
+    with pytest.raises(ValidationError, match="guessing parameter"):
+        ip.posterior_predictive_scores(three, n_draws=5)
+
+
 def test_person_fit_is_standard_normal_under_the_model_and_flags_aberrant():
     rng = np.random.default_rng(1)
     theta = rng.standard_normal(400)

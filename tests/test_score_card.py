@@ -98,6 +98,10 @@ def test_score_card_regression_card_and_files(data, tmp_path):
     html = card.save(tmp_path / "c.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "<table" in html and "m3" in html
     assert "<code>random+</code>" in html and "**" not in html
+    before = (tmp_path / "c.md").read_text()
+    with pytest.raises(UnicodeEncodeError):  # an unencodable name fails the rewrite ...
+        score_card(src, full, fitted=fitted, model_name="m\udcff", out=tmp_path / "c.md")
+    assert (tmp_path / "c.md").read_text() == before  # ... and leaves the card intact
     # another level: the predictor is re-run at that level and restored
     card80 = score_card(src, full, fitted=fitted, level=0.8)
     assert card80.prediction.level == 0.8 and fitted.predictor.level == 0.9

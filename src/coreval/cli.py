@@ -332,8 +332,9 @@ def compare(
     budget: Annotated[str, typer.Option(help="Comma-separated budgets; <1 fraction, >=1 count.")]
         = "0.05,0.1",
     train_models: Annotated[str, typer.Option(
-        "--train-models", help="Comma-separated numbers of source models ('all' = every "
-        "non-target model).")] = "30",
+        "--train-models", help="Comma-separated numbers of source models; 'all' = the "
+        "split's own number: every model outside the fold (kfold, lofo), all but the --holdout "
+        "share (random), 30 (binned).")] = "30",
     seeds: Annotated[int, typer.Option(min=1, help="Seeds 0..n-1 (ignored by kfold: every fold "
                                        "runs).")] = 5,
     split: Annotated[str | None, typer.Option(

@@ -7,11 +7,16 @@ them (:func:`coreval.pipeline.fit_method`, a harness worker) creates one
 :class:`FitCache` and passes it to both ``fit`` calls; a fit is reused exactly
 when its key (data fingerprint + full specification) is equal. There is no
 module-level cache: without a cache object every ``fit`` computes its own.
+
+Timings stay those of a run on its own: :meth:`FitCache.clock` adds the seconds that
+each reused fit took when it was made, so a harness cell that reuses a fit made for
+another cell reports what the cell costs by itself, whatever ran before it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -52,8 +57,18 @@ class FitCache:
     def __init__(self, maxsize: int = 16) -> None:
         self.maxsize = int(maxsize)
         self._store: OrderedDict[Hashable, Any] = OrderedDict()
+        self._seconds: dict[Hashable, float] = {}
         self.hits = 0
         self.misses = 0
+        self.reused_seconds = 0.0
+
+    def clock(self) -> float:
+        """``time.perf_counter()`` plus the seconds of every fit reused so far.
+
+        The difference of two readings is what the work between them would have taken
+        with nothing to reuse: a hit adds the seconds its fit took when it was made.
+        """
+        return time.perf_counter() + self.reused_seconds
 
     def __len__(self) -> int:
         return len(self._store)
@@ -66,18 +81,23 @@ class FitCache:
         if key in self._store:
             self._store.move_to_end(key)
             self.hits += 1
+            self.reused_seconds += self._seconds.get(key, 0.0)
             return self._store[key]
         self.misses += 1
+        start = self.clock()
         value = fit()
         self.put(key, value)
+        self._seconds[key] = self.clock() - start
         return value
 
     def put(self, key: Hashable, value: Any) -> None:
         """Store ``value`` under ``key`` (dropping the oldest entries past ``maxsize``)."""
         self._store[key] = value
         self._store.move_to_end(key)
+        self._seconds.pop(key, None)  # a value put directly took no fit here
         while len(self._store) > self.maxsize:
-            self._store.popitem(last=False)
+            dropped, _ = self._store.popitem(last=False)
+            self._seconds.pop(dropped, None)
 
     def get(self, key: Hashable, default: Any = None) -> Any:
         """The value under ``key`` or ``default`` (no fit)."""

@@ -80,7 +80,9 @@ def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
     ``k = resolve_budget(budget, n_columns)``; the method's selector is fitted on
     the source models (``seconds_select``), its predictor on the source models and
     the coreset (``seconds_fit``), and the target models' coreset scores are
-    predicted (``seconds_predict``). Methods of task ``"score"`` are scored against
+    predicted (``seconds_predict``); a fit shared with another cell through the split's
+    cache counts in every cell that uses it, with the seconds it took
+    (:meth:`coreval.base.FitCache.clock`). Methods of task ``"score"`` are scored against
     ``target.summary_scores()`` in native units; methods of task ``"impute"``
     against the target models' unselected observed cells, in training-standardised
     units (:func:`coreval.harness.metrics.impute_metrics`).

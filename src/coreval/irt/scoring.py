@@ -159,7 +159,7 @@ def score_new_model(fit: IRTFit, responses, *, items=None, method: str = "eap",
 def _align(fit: IRTFit, responses, items) -> tuple[np.ndarray, np.ndarray]:
     """Item ids and observed (non-NaN) response values."""
     if isinstance(responses, Mapping) and not isinstance(responses, pd.Series):
-        responses = pd.Series(dict(responses), dtype=float)
+        responses = pd.Series(dict(responses), dtype=object)
     if isinstance(responses, pd.Series):
         series = responses.copy()
         series.index = series.index.astype(str)
@@ -171,7 +171,12 @@ def _align(fit: IRTFit, responses, items) -> tuple[np.ndarray, np.ndarray]:
                     f"responses lack the requested items: {', '.join(missing[:8])}")
             series = series.loc[wanted]
         ids = series.index.to_numpy().astype(str)
-        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+        numeric = pd.to_numeric(series, errors="coerce")
+        bad = numeric.isna() & series.notna()
+        if bad.any():
+            raise ValidationError(f"responses must be numeric; items {', '.join(ids[bad][:8])} "
+                                  f"have {', '.join(map(repr, series[bad][:8]))}")
+        values = numeric.to_numpy(dtype=float)
     else:
         try:
             values = np.asarray(responses, dtype=float).ravel()

@@ -41,8 +41,15 @@ def _axes(ax, size=(5.0, 3.8)):
 
 
 def _draws(fit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Item and ability draws of an IRTFit: a (S, I, D), d (S, I), theta (S, M, D)."""
+    """Item and ability draws of an IRTFit: a (S, I, D), d (S, I), theta (S, M, D).
+
+    Raises a :class:`ValidationError` for a fit with a guessing parameter: the diagnostics
+    use the 2PL curve ``σ(a θ + d)``, which is not a 3PL's.
+    """
     items = fit.item_draws()
+    if "c" in items:
+        raise ValidationError(f"the diagnostics support 1PL/2PL fits; this {fit.model!r} fit "
+                              "has a guessing parameter c, which they do not model")
     a = np.asarray(items["a"], float)
     if a.ndim == 2:
         a = a[:, :, None]

@@ -33,6 +33,7 @@ import pandas as pd
 from scipy.stats import norm
 from sklearn.linear_model import RidgeCV
 
+from coreval._atomic import write_text_atomic
 from coreval.api import FittedMethod, select
 from coreval.base import Prediction
 from coreval.base.conformal import split_conformal_interval
@@ -186,7 +187,7 @@ class ScoreCard:
         path.parent.mkdir(parents=True, exist_ok=True)
         is_html = path.suffix.lower() in (".html", ".htm")
         text = self.to_html(top=top) if is_html else self.to_markdown(top=top)
-        path.write_text(text, encoding="utf-8")
+        write_text_atomic(path, text)  # a failed rewrite keeps the previous card
         return path
 
 

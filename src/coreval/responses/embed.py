@@ -22,6 +22,7 @@ import hashlib
 import os
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,6 +294,11 @@ def embed_responses(store: ResponseStore, models: Sequence[str], queries: Sequen
     ``exclude_incomplete`` drops those models (listed in ``excluded``).
     """
     queries = [str(q) for q in queries]
+    for what, ids in (("models", [str(m) for m in models]), ("queries", queries)):
+        dup = [v for v, n in Counter(ids).items() if n > 1]
+        if dup:
+            raise ValidationError(f"duplicate {what}: {preview(list(dup), 5)} (each must be "
+                                  "listed once)")
     rows, excluded = store.grid(models, queries, exclude_incomplete=exclude_incomplete)
     kept = [str(m) for m in models if str(m) not in set(excluded)]
     if not kept:

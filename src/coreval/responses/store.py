@@ -19,6 +19,30 @@ import pandas as pd
 from coreval.errors import ValidationError, preview
 
 
+def _as_column_type(path: str | Path, column: str, ids: Sequence[str | int]) -> list:
+    """``ids`` converted to the type of ``column`` in a parquet file, for a pyarrow filter.
+
+    The store keeps ids as strings ("0"), while the file's column may be integers: a
+    filter must use the column's type.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        field = pq.read_schema(path).field(column)
+    except (OSError, KeyError) as exc:
+        raise ValidationError(f"cannot read column {column!r} of {path}: {exc}") from None
+    if pa.types.is_integer(field.type):
+        try:
+            return [int(q) for q in ids]
+        except ValueError:
+            raise ValidationError(f"query ids must be integers for the integer column "
+                                  f"{column!r} of {path}") from None
+    if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
+        return [str(q) for q in ids]
+    return list(ids)
+
+
 @dataclass(frozen=True, eq=False)
 class ResponseStore:
     """Responses of models to queries, long format.
@@ -74,8 +98,7 @@ class ResponseStore:
         if models is not None:
             filters.append((model_col, "in", [str(m) for m in models]))
         if queries is not None:
-            q = list(queries)
-            filters.append((query_col, "in", q))
+            filters.append((query_col, "in", _as_column_type(path, query_col, queries)))
         try:
             df = pd.read_parquet(path, columns=[model_col, query_col, response_col],
                                  filters=filters or None)
