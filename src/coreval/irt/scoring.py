@@ -49,6 +49,8 @@ SCORING_METHODS = ("map", "eap", "nuts")
 NEWTON_STEPS = 60
 GRID_NODES = {1: 161, 2: 41}
 GRID_HALF_WIDTH = 6.0
+#: Half-width of the first quadrature grid's prior window (abilities have a unit-scale prior).
+PRIOR_SPAN = 6.0
 IS_SAMPLES = 2000
 IS_INFLATE = 1.5
 
@@ -286,21 +288,34 @@ def _laplace_draws(modes, covs, n_per, key):
 
 
 def _grid(logpost, params, modes, covs, n_per, key):
-    """Quadrature on a regular grid around each mode (D <= 2)."""
+    """Quadrature on a regular grid (D <= 2), placed in two passes.
+
+    The first grid spans the mode's ``±GRID_HALF_WIDTH`` Laplace standard deviations and
+    the prior's ``±PRIOR_SPAN``, so the long flat tail of a skewed posterior (a 3PL's
+    lower end, where the likelihood tends to a constant) is inside it; the second, final
+    grid spans ``±GRID_HALF_WIDTH`` of the first grid's posterior standard deviations (at
+    least the Laplace one) around its posterior mean. A grid around the mode alone missed
+    up to 1 % of the mass of such tails and under-stated the sd by up to 7 %.
+    """
     dims = modes.shape[1]
     n = GRID_NODES[dims]
     unit = jnp.linspace(-1.0, 1.0, n)
     mesh = jnp.stack(jnp.meshgrid(*([unit] * dims), indexing="ij"), axis=-1).reshape(-1, dims)
 
+    def moments(p, nodes):
+        logw = jax.lax.map(lambda t: logpost(t, p), nodes, batch_size=256)
+        w = jax.nn.softmax(jnp.where(jnp.isfinite(logw), logw, -jnp.inf))
+        mean = w @ nodes
+        return w, mean, w @ (nodes - mean) ** 2
+
     def one(p, mode, cov, k):
         sd = jnp.clip(jnp.sqrt(jnp.diagonal(cov)), 0.02, 5.0)
-        half = GRID_HALF_WIDTH * sd
-        nodes = mode + mesh * half
-        logw = jax.lax.map(lambda t: logpost(t, p), nodes, batch_size=256)
-        logw = jnp.where(jnp.isfinite(logw), logw, -jnp.inf)
-        w = jax.nn.softmax(logw)
-        mean = w @ nodes
-        var = w @ (nodes - mean) ** 2
+        lo = jnp.minimum(mode - GRID_HALF_WIDTH * sd, -PRIOR_SPAN)
+        hi = jnp.maximum(mode + GRID_HALF_WIDTH * sd, PRIOR_SPAN)
+        _, mean1, var1 = moments(p, (lo + hi) / 2 + mesh * (hi - lo) / 2)
+        half = GRID_HALF_WIDTH * jnp.clip(jnp.maximum(jnp.sqrt(var1), sd), 0.02, 5.0)
+        nodes = mean1 + mesh * half
+        w, mean, var = moments(p, nodes)
         k1, k2 = jax.random.split(k)
         pick = jax.random.choice(k1, nodes.shape[0], (n_per,), p=w)
         h = 2.0 * half / (n - 1)
