@@ -68,6 +68,9 @@ def test_wide_parquet_with_the_model_ids_as_its_index(tmp_path, mixed):
     path = tmp_path / "indexed.parquet"
     mixed.to_frame().to_parquet(path)
     _same(load_matrix(path), mixed)
+    frame = mixed.to_frame().reset_index().iloc[[0, 2]]  # row numbers 0, 2 as the index
+    frame.to_parquet(path)
+    _same(load_matrix(path), mixed.take([0, 2]))
 
 
 def test_ids_that_look_missing_keep_their_names_and_na_scores_are_missing(tmp_path):

@@ -71,10 +71,13 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
                                       f"{preview(list(dup), 5)} (each column needs its own name)")
             return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
         frame = pd.read_parquet(path)
-        # pandas stores a named or string index (e.g. the model ids of
-        # ScoreMatrix.to_frame()) in the file and restores it: make it a column again
-        if not isinstance(frame.index, pd.RangeIndex):
-            frame = frame.reset_index()
+        # pandas stores a frame's index in the file and restores it. A named or non-integer
+        # index (the model ids of ScoreMatrix.to_frame()) becomes a column again; an
+        # unnamed integer index is row numbers (a filtered frame's) and is dropped.
+        index = frame.index
+        if not isinstance(index, pd.RangeIndex):
+            row_numbers = index.name is None and pd.api.types.is_integer_dtype(index)
+            frame = frame.reset_index(drop=row_numbers)
         return frame
     except ValidationError:
         raise
