@@ -53,7 +53,7 @@ from coreval.lowrank import (
     complete_bayes,
     complete_bias_als,
     fit_transform,
-    forward,
+    forward_observed,
     select_als,
 )
 from coreval.lowrank.probes import completed_covariance
@@ -250,8 +250,7 @@ PROBE_COMPLETERS = {
 def our_probes(values: np.ndarray, k: int, candidates=None) -> dict[str, list[int]]:
     """Probe sets from the completed covariance of the full matrix (logit Bias-ALS)."""
     ct = fit_transform(values)
-    observed = ~np.isnan(values)
-    z = np.where(observed, forward(ct, np.where(observed, values, 0.0)), 0.0)
+    observed, z = forward_observed(ct, values)
     completed, _ = complete_als(z, observed)
     cov = completed_covariance(completed, z, observed)
     sets = {"greedy posterior variance": greedy_variance(

@@ -38,7 +38,7 @@ from coreval.data import load_matrix
 from coreval.harness.cells import read_cell_folds
 from coreval.lowrank.als import fit_als
 from coreval.lowrank.bayes import fit_lowrank_nuts, lowrank_model, start_values
-from coreval.lowrank.transform import fit_transform, forward, inverse
+from coreval.lowrank.transform import fit_transform, forward_observed, inverse
 
 OPTIONS = dict(rank=2, noise="column", df=4.0, num_warmup=300, num_samples=300,
                max_tree_depth=8)
@@ -73,8 +73,7 @@ def run_sampler(name: str, folds: list, values: np.ndarray) -> dict:
         train = values.copy()
         train[fold.rows, fold.cols] = np.nan
         ct = fit_transform(train)
-        observed = ~np.isnan(train)
-        z = np.where(observed, forward(ct, np.where(observed, train, 0.0)), 0.0)
+        observed, z = forward_observed(ct, train)
         state = fit_als(z, observed, rank=OPTIONS["rank"], lam=0.1, seed=k)
         start = time.perf_counter()
         if name == "reference":

@@ -38,7 +38,13 @@ from coreval.lowrank.complete import (
     select_als,
 )
 from coreval.lowrank.rank_choice import fit_best_rank, loo_elpd, stack_ranks
-from coreval.lowrank.transform import ColumnTransform, fit_transform, forward, inverse
+from coreval.lowrank.transform import (
+    ColumnTransform,
+    fit_transform,
+    forward,
+    forward_observed,
+    inverse,
+)
 
 __all__ = [
     "ALSState",
@@ -58,6 +64,7 @@ __all__ = [
     "fit_lowrank_posterior",
     "fit_transform",
     "forward",
+    "forward_observed",
     "inner_split",
     "inverse",
     "loo_elpd",

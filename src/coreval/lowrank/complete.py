@@ -34,7 +34,13 @@ from coreval.lowrank.bayes import (
     predictive_draws,
 )
 from coreval.lowrank.rank_choice import check_ranks, fit_best_rank, stack_ranks
-from coreval.lowrank.transform import Transform, check_matrix, fit_transform, forward, inverse
+from coreval.lowrank.transform import (
+    Transform,
+    check_matrix,
+    fit_transform,
+    forward_observed,
+    inverse,
+)
 
 
 class Completion(NamedTuple):
@@ -63,8 +69,7 @@ class Completion(NamedTuple):
 def _prepare(values: np.ndarray, transform: Transform, fractions: bool = False):
     values = check_matrix(values)
     ct = fit_transform(values, transform=transform, fractions=fractions)
-    observed = ~np.isnan(values)
-    z = np.where(observed, forward(ct, np.where(observed, values, 0.0)), 0.0)
+    observed, z = forward_observed(ct, values)
     return values, ct, observed, z
 
 
@@ -309,10 +314,9 @@ def inner_data(values: np.ndarray, held: np.ndarray, transform: Transform,
     z_in : ndarray
         Every observed cell in the inner transform's z-space (0 elsewhere).
     """
-    observed = ~np.isnan(values)
     ct_in = fit_transform(np.where(held, np.nan, values), transform=transform,
                           fractions=fractions)
-    z_in = np.where(observed, forward(ct_in, np.where(observed, values, 0.0)), 0.0)
+    observed, z_in = forward_observed(ct_in, values)
     return observed & ~held, z_in
 
 

@@ -149,6 +149,17 @@ def forward(ct: ColumnTransform, values: np.ndarray) -> np.ndarray:
     return (t - ct.mean) / ct.std
 
 
+def forward_observed(ct: ColumnTransform, values: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The observed cells of ``values`` (not NaN) and their :func:`forward` scores, 0 elsewhere.
+
+    The low-rank fits take this pair: a mask and a finite matrix.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    observed = ~np.isnan(values)
+    return observed, np.where(observed, forward(ct, np.where(observed, values, 0.0)), 0.0)
+
+
 def inverse(ct: ColumnTransform, z: np.ndarray) -> np.ndarray:
     """Standardised transformed scores -> scores (percentage columns clipped to [0, 100])."""
     t = np.asarray(z, dtype=np.float64) * ct.std + ct.mean

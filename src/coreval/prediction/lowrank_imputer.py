@@ -37,6 +37,7 @@ from coreval.lowrank import (
     fit_lowrank_nuts,
     fit_transform,
     forward,
+    forward_observed,
     inverse,
 )
 from coreval.lowrank.foldin import als_fold_in, als_row_prior, bayes_fold_in
@@ -52,8 +53,7 @@ def _check_level(level: float) -> None:
 
 def _z_source(values: np.ndarray, transform: str):
     ct = fit_transform(values, transform=transform, fractions=True)
-    observed = ~np.isnan(values)
-    return ct, observed, np.where(observed, forward(ct, np.where(observed, values, 0.0)), 0.0)
+    return ct, *forward_observed(ct, values)
 
 
 def _patterns(usable: np.ndarray):
@@ -164,8 +164,7 @@ class LowRankImputer(Predictor):
             ct, observed, z = _z_source(values[~test], self.transform)
             states = self._complete(z, observed, max(2, self.n_ensemble // 3))
             priors = self._priors(states, z, observed)
-            o_t = ~np.isnan(values[test])
-            z_t = np.where(o_t, forward(ct, np.where(o_t, values[test], 0.0)), 0.0)
+            o_t, z_t = forward_observed(ct, values[test])
             for rows, cols in _patterns(o_t[:, sel]):
                 pred = als_fold_in(z_t[np.ix_(rows, sel[cols])], sel[cols], states, self.lam,
                                    priors)
