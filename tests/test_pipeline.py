@@ -68,6 +68,31 @@ def test_calibration_errors():
     for bad in (0, 1.5, True):
         with pytest.raises(ValidationError, match="repeats must be"):
             fit_method(get_method("mrmr+"), m, 5, calibration="cv", repeats=bad)
+    # a bad fold count is an error, not a silent fall-back to the uncalibrated interval
+    for bad in (0, 1, -5, None, "a", 2.5):
+        with pytest.raises(ValidationError, match="folds must be"):
+            fit_method(get_method("mrmr++"), m, 5, folds=bad)
+    fitted = fit_method(get_method("random+"), m, 5)
+    for bad in (np.array(1.0), [{"a": 1}] * 5):
+        with pytest.raises(ValidationError, match="responses must be"):
+            fitted.predict(bad)
+
+
+@pytest.mark.parametrize("name", ["bias-als-random", "simba-cosine"])
+def test_intervals_at_another_level_equal_a_refit_at_that_level(name):
+    # these predictors calibrate at fit time; an interval at another level must be the
+    # one a fit at that level gives, not the fitted level's relabelled
+    m = simulate(60, 24, model="beta", seed=2).matrix
+    m = ScoreMatrix(m.values, models=m.models, items=m.items, level="benchmark")
+    source, target = m.take(np.arange(50)), m.take(np.arange(50, 60))
+    fitted = fit_method(get_method(name), source, 6, seed=0)
+    x = target.values[:, fitted.coreset.indices]
+    at_half = fitted.predict_levels(x, [0.5])[0.5]
+    refit = fit_method(get_method(name), source, 6, seed=0, level=0.5).predict_array(x)
+    np.testing.assert_allclose(at_half.lower, refit.lower)
+    np.testing.assert_allclose(at_half.upper, refit.upper)
+    own = fitted.predict_array(x)
+    assert np.nanmean(own.upper - own.lower) > np.nanmean(at_half.upper - at_half.lower)
 
 
 class RelevanceSelector(Selector):

@@ -111,6 +111,23 @@ def test_score_card_regression_card_and_files(data, tmp_path):
     np.testing.assert_allclose(again.prediction.mean, card.prediction.mean)
 
 
+def test_score_card_interval_is_the_methods_calibrated_one(data):
+    # mrmr+ is calibrated on folds of the source models (calibration="cv"): the card must
+    # show that interval, as `fitted.predict` does, not the ridge's own jackknife+
+    _, src, tgt = data
+    fitted = select(src, "mrmr+", 20, seed=0, selection="method")
+    assert fitted.calibration == "cv"
+    x = tgt.values[3, fitted.coreset.indices]
+    card = score_card(src, x, fitted=fitted)
+    expected = fitted.predict(x)
+    assert card.prediction.interval == expected.interval == "cv-residual"
+    np.testing.assert_allclose([card.prediction.lower, card.prediction.upper],
+                               [expected.lower, expected.upper])
+    card80 = score_card(src, x, fitted=fitted, level=0.8)
+    np.testing.assert_allclose(card80.prediction.upper,
+                               fitted.predict_array(x[None], level=0.8).upper)
+
+
 class _NormalDraws(Predictor):
     """Predicts the coreset mean with normal posterior draws (sd 0.05)."""
 

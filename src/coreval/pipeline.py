@@ -194,7 +194,14 @@ class FittedMethod:
     def responses_from(self, responses: Mapping[str, float] | pd.Series | np.ndarray) -> np.ndarray:
         """Align a new model's responses (by item id, or an array in coreset order) to the coreset."""
         if isinstance(responses, np.ndarray | list | tuple):
-            x = np.asarray(responses, dtype=float)
+            try:
+                x = np.asarray(responses, dtype=float)
+            except (TypeError, ValueError):
+                raise ValidationError("responses must be numbers (an array in coreset order, "
+                                      "or a mapping from item id to score)") from None
+            if x.ndim == 0:
+                raise ValidationError("responses must be an array in coreset order, got a "
+                                      "single number")
             if x.shape[-1] != len(self.coreset):
                 raise ValidationError(
                     f"got {x.shape[-1]} responses for a coreset of {len(self.coreset)} columns"
@@ -353,6 +360,10 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
     check_options(method, {**options, "calibration": calibration, "selection": selection})
     if isinstance(repeats, bool) or not isinstance(repeats, int | np.integer) or repeats < 1:
         raise ValidationError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    # checked here: a bad value must not be caught below as "cross-validation impossible",
+    # which would quietly drop the checked selection and the calibration
+    if isinstance(folds, bool) or not isinstance(folds, int | np.integer) or folds < 2:
+        raise ValidationError(f"folds must be a whole number >= 2, got {folds!r}")
     if calibration == "cv" and method.task != "score":
         raise ValidationError(
             f"calibration='cv' supports score methods only; {method.name!r} imputes columns")

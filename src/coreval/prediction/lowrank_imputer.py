@@ -104,7 +104,8 @@ class LowRankImputer(Predictor):
     calibration_folds : int
         Source models are split into this many folds; each fold is folded in from its
         selected benchmarks into a fit on the others, and the ``level`` conformal quantile of
-        the absolute z-space residuals on their other benchmarks is the interval's half-width.
+        the absolute z-space residuals on their other benchmarks is the interval's half-width
+        (taken when predicting, so a changed ``level`` applies without refitting).
     seed : int
         Seed of the ALS starts and of the calibration folds.
 
@@ -115,8 +116,10 @@ class LowRankImputer(Predictor):
         The fitted starts.
     priors_ : list of RowPrior or None
         Their empirical row priors (``fold_in="prior"``).
+    calibration_residuals_ : ndarray
+        Absolute z-space residuals of the calibration folds.
     half_width_ : float
-        Half-width of the interval in the transformed, standardised space.
+        Half-width of the interval at ``level`` in the transformed, standardised space.
     columns_ : ndarray of str
     """
 
@@ -145,8 +148,8 @@ class LowRankImputer(Predictor):
             return None
         return [als_row_prior(st, z, observed) for st in states]
 
-    def _calibrate(self, values: np.ndarray, sel: np.ndarray) -> float:
-        """Conformal half-width from source models folded in out of fold.
+    def _calibrate(self, values: np.ndarray, sel: np.ndarray) -> np.ndarray:
+        """Absolute z-space residuals of source models folded in out of fold.
 
         Each fold's transform (logit / standardisation of the columns) is fitted on the
         other folds only and maps the held-out models' scores, as the final transform maps a
@@ -171,8 +174,7 @@ class LowRankImputer(Predictor):
                 other = o_t[rows].copy()
                 other[:, sel] = False
                 resid.append(np.abs(z_t[rows] - pred)[other])
-        resid = np.concatenate(resid) if resid else np.array([])
-        return conformal_factor(resid, 0.0, np.ones_like(resid), self.level)
+        return np.concatenate(resid) if resid else np.array([])
 
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
         _check_level(self.level)
@@ -185,9 +187,15 @@ class LowRankImputer(Predictor):
         self.states_ = get_or_fit(self.cache_, key,
                                   lambda: self._complete(z, observed, self.n_ensemble))
         self.priors_ = self._priors(self.states_, z, observed)
-        self.half_width_ = self._calibrate(values, coreset.indices)
+        self.calibration_residuals_ = self._calibrate(values, coreset.indices)
         self.transform_ = ct
         self.columns_ = source.items
+
+    @property
+    def half_width_(self) -> float:
+        """The ``level`` conformal quantile of :attr:`calibration_residuals_`."""
+        resid = self.calibration_residuals_
+        return conformal_factor(resid, 0.0, np.ones_like(resid), self.level)
 
     def _predict(self, x: np.ndarray) -> Prediction:
         sel, ct = self.coreset_.indices, self.transform_
@@ -199,8 +207,9 @@ class LowRankImputer(Predictor):
             mean_z[rows] = als_fold_in(z[np.ix_(rows, cols)], sel[cols], self.states_,
                                        self.lam, self.priors_)
         mean = inverse(ct, mean_z)
-        lower = inverse(ct, mean_z - self.half_width_)
-        upper = inverse(ct, mean_z + self.half_width_)
+        half_width = self.half_width_
+        lower = inverse(ct, mean_z - half_width)
+        upper = inverse(ct, mean_z + half_width)
         _keep_observed(mean, lower, upper, x, sel, usable)
         return Prediction(mean=mean, lower=lower, upper=upper, level=self.level,
                           interval="split-conformal", columns=self.columns_)
@@ -279,6 +288,12 @@ class BayesLowRankImputer(Predictor):
                       else int(self.rank_choice_["rank"]))
         self.transform_ = ct
         self.columns_ = source.items
+
+    @property
+    def half_width_(self) -> float:
+        """The ``level`` conformal quantile of :attr:`calibration_residuals_`."""
+        resid = self.calibration_residuals_
+        return conformal_factor(resid, 0.0, np.ones_like(resid), self.level)
 
     def _predict(self, x: np.ndarray) -> Prediction:
         sel, ct = self.coreset_.indices, self.transform_

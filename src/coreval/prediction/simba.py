@@ -51,9 +51,12 @@ class SimbaPredictor(Predictor):
         Fitted on all source models.
     model_ : ColumnwiseRegressor
         Regressors of every benchmark (fitted on the proper training models).
+    calibration_residuals_ : ndarray of shape (n_calibration, n_columns)
+        Residuals of the calibration models in native units (NaN where unobserved).
     quantile_ : ndarray of shape (n_columns,)
-        Conformal half-width per benchmark in native units (inf where a benchmark has too
-        few observed calibration entries for the level, or none).
+        Conformal half-width per benchmark at ``level`` in native units (inf where a
+        benchmark has too few observed calibration entries for the level, or none); taken
+        when predicting, so a changed ``level`` applies without refitting.
     columns_ : ndarray of str
         Source column ids (the columns of ``Prediction.mean``).
     train_rows_, calibration_rows_ : ndarray of int
@@ -112,16 +115,22 @@ class SimbaPredictor(Predictor):
                                   hidden=self.hidden, n_train=len(train))
         self.model_ = ColumnwiseRegressor(template).fit(z[np.ix_(train, sel)], z[train])
         fitted = self.model_.predict(z[np.ix_(cal, sel)])
-        resid = y[cal] - self.normaliser_.inverse_transform(fitted)
-        # a benchmark without calibration entries gets an unbounded interval (no information)
-        self.quantile_ = np.full(y.shape[1], np.inf)
-        for j in range(y.shape[1]):
+        self.calibration_residuals_ = y[cal] - self.normaliser_.inverse_transform(fitted)
+        self.columns_ = source.items
+        self.train_rows_, self.calibration_rows_ = train, cal
+
+    @property
+    def quantile_(self) -> np.ndarray:
+        """Per-benchmark split-conformal half-widths at ``level`` (inf where a benchmark has
+        no or too few calibration entries: no information)."""
+        resid = self.calibration_residuals_
+        out = np.full(resid.shape[1], np.inf)
+        for j in range(resid.shape[1]):
             r = resid[:, j][np.isfinite(resid[:, j])]
             if r.size:
                 _lo, hi = split_conformal_interval(0.0, r, self.level)
-                self.quantile_[j] = float(hi)
-        self.columns_ = source.items
-        self.train_rows_, self.calibration_rows_ = train, cal
+                out[j] = float(hi)
+        return out
 
     def _predict(self, x: np.ndarray) -> Prediction:
         sel = self.coreset_.indices

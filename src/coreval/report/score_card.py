@@ -40,7 +40,7 @@ from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.harness.summary import format_table
-from coreval.report.calibration import intervals_from_draws, normal_sd
+from coreval.report.calibration import normal_sd
 
 #: Draws used for the rank distribution under the normal approximation.
 NORMAL_DRAWS = 4000
@@ -340,19 +340,11 @@ def score_card(source: ScoreMatrix, responses: Mapping[str, float] | pd.Series |
         responses = series[[i in wanted for i in series.index]]
     x = np.asarray(fitted.responses_from(responses), float).reshape(1, -1)
     notes: list[str] = []
-    if hasattr(fitted.predictor, "level") and fitted.predictor.level != level:
-        original = fitted.predictor.level
-        fitted.predictor.set_params(level=level)
-        try:
-            pred = fitted.predictor.predict(x)
-        finally:
-            fitted.predictor.set_params(level=original)
-    else:
-        pred = fitted.predictor.predict(x)
-        if pred.draws is not None and pred.level != level:
-            pred = intervals_from_draws(pred, level)
-        elif pred.level != level:
-            notes.append(f"interval shown at the predictor's level {pred.level:.0%}")
+    # the method's own interval (calibration="cv" included), as `coreval predict` gives it
+    pred = fitted.predict_array(x, level=level)
+    if pred.interval == "normal-approx":
+        notes.append(f"{level:.0%} interval: normal approximation from the method's own "
+                     "interval")
     ref_scores = source.summary_scores()
     p_beat, score_draws, uncertainty = beat_probabilities(pred, ref_scores, seed=seed)
     rank = rank_interval(score_draws, ref_scores, level)
