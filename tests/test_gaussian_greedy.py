@@ -132,6 +132,10 @@ def test_variance_with_an_observed_mask_is_the_expected_posterior_variance(rng):
         values = [expected([*chosen, v]) for v in rest]
         assert rest[int(np.argmin(values))] == j
         chosen.append(int(j))
+    # each mandatory prefix reports its own residual variance
+    with_mandatory = greedy_variance(cov, 4, observed=observed, mandatory=[2, 5])
+    np.testing.assert_allclose(with_mandatory.residual_variance[:2],
+                               [expected([2]) / expected([]), expected([2, 5]) / expected([])])
     full = greedy_variance(cov, 4, observed=np.ones((3, n), dtype=bool))
     np.testing.assert_array_equal(full.selected, greedy_variance(cov, 4).selected)
     with pytest.raises(ValidationError, match="costs"):
@@ -222,11 +226,22 @@ def test_set_values_closed_form(rng):
     assert set_value(corr, s, "mi") == pytest.approx(mi)
 
 
+@pytest.mark.parametrize("rule", [greedy_mi, greedy_mi_direct, greedy_entropy, greedy_variance])
+def test_a_singular_covariance_still_gives_distinct_picks(rule):
+    # three copies of one benchmark and an independent one: once a copy is chosen the
+    # other copies add nothing (every MI gain is -inf), but each is still picked once
+    cov = np.array([[1, 1, 1, 0], [1, 1, 1, 0], [1, 1, 1, 0], [0, 0, 0, 1.0]])
+    picks = rule(cov, 4).selected
+    assert sorted(picks.tolist()) == [0, 1, 2, 3]
+
+
 def test_bad_inputs():
     with pytest.raises(ValidationError, match="square"):
         greedy_mi(np.ones((3, 4)), 1)
     with pytest.raises(ValidationError, match="k=5"):
         greedy_entropy(np.eye(3), 5)
+    with pytest.raises(ValidationError, match="k must be a positive integer"):
+        greedy_entropy(np.eye(3), 2.0)
     with pytest.raises(ValidationError, match="symmetric"):
         greedy_entropy(np.array([[1.0, 0.5], [0.1, 1.0]]), 1)
 

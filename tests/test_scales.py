@@ -150,3 +150,28 @@ def test_registered_method_and_errors(rng):
         ScalesSelector(k=101, reducer="none").fit(M)
     with pytest.raises(ValidationError, match="features must have shape"):
         ScalesSelector(k=3, features=np.ones((5, 2))).fit(M)
+    three_kinds = np.repeat(np.eye(3), [34, 33, 33], axis=0)  # 3 distinct feature vectors
+    assert len(ScalesSelector(k=3, features=three_kinds, reducer="none").fit(M).selected_) == 3
+    with pytest.raises(ValidationError, match="k=4 is larger than the 3 distinct"):
+        ScalesSelector(k=4, features=three_kinds, reducer="none").fit(M)
+    with pytest.raises(ValidationError, match="reducer must be"):
+        ScalesSelector(k=3, features=three_kinds, reducer="pca").fit(M)
+
+
+@pytest.mark.parametrize("estimator", ["weighted-mean", "logistic", "hybrid"])
+def test_full_coreset_recovers_the_mean_of_subtask_means(estimator, rng):
+    # subtasks of 10 and 30 items: the full score is the mean of the two subtask means
+    # (0.5 * 1 + 0.5 * 5/30), not the plain item mean 15/40; with every item in the
+    # coreset nothing is predicted, so every estimator must return it exactly
+    n_items = 40
+    items = [f"i{j}" for j in range(n_items)]
+    meta = pd.DataFrame({"group": ["A"] * 10 + ["B"] * 30,
+                         **{f"feat_{j}": rng.integers(0, 6, n_items).astype(float)
+                            for j in range(3)}}, index=items)
+    Y = np.zeros((6, n_items))
+    Y[:, :15] = 1.0
+    source = ScoreMatrix(Y, models=[f"m{i}" for i in range(6)], items=items, item_meta=meta)
+    coreset = RandomSelector(k=n_items, seed=0).fit(source).coreset_
+    pred = ScalesPredictor(estimator=estimator).fit(source, coreset).predict(
+        Y[:1, coreset.indices])
+    assert pred.mean[0] == pytest.approx(0.5 + 0.5 * 5 / 30, abs=1e-9)

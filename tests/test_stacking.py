@@ -51,7 +51,7 @@ def test_weights_are_learnt_from_folds_that_rerun_the_selection():
         sub = source.take(train)
         coreset = method.make_selector(k=8, seed=4).fit(sub).coreset_
         for j, name in enumerate(names):
-            comp = COMPONENTS[name](4).fit(sub, coreset)
+            comp = COMPONENTS[name](4, stack.irt).fit(sub, coreset)
             oof[held, j] = comp.predict(source.values[np.ix_(held, coreset.indices)]).mean
     w, _ = stack_weights(oof, y, "nnls")
     np.testing.assert_allclose(stack.weights_, w, atol=1e-10)
@@ -98,6 +98,23 @@ def test_bad_options_are_named():
         fit_method(get_method("stack-random"), m, 5, components=("ridge", "xgboost"))
     with pytest.raises(ValidationError, match="meta_folds must be 0"):
         fit_method(get_method("stack-random"), m, 5, meta_folds=1)
+    with pytest.raises(ValidationError, match="meta_folds must be 0"):
+        fit_method(get_method("stack-random"), m, 5, meta_folds=2.7)
+    with pytest.raises(ValidationError, match=r"components repeat: \['mean'\]"):
+        fit_method(get_method("stack-random"), m, 5, components=("mean", "ridge", "mean"))
+
+
+def test_irt_options_reach_the_gp_irt_component_and_the_anchor_selector():
+    # model="2pl" must change the stack's own gp-IRT component, not only the anchor
+    # selector's fit (the two share one spec, so one fit through the cache)
+    method = get_method("stack-irt-anchors")
+    assert method.make_selector(5, model="2pl").irt.model == "2pl"
+    assert method.make_predictor(model="2pl").irt.model == "2pl"
+    m = simulate(n_models=30, n_items=30, seed=1).matrix
+    fitted = fit_method(method, m, 8, seed=0, model="2pl", meta_folds=0,
+                        components=("mean", "gp-irt"), selection="method")
+    assert fitted.predictor.components_["gp-irt"].irt == fitted.selector.irt
+    assert fitted.predictor.components_["gp-irt"].irt.model == "2pl"
 
 
 @pytest.mark.parametrize("name, expected", [("mrmr+", "cv"), ("anchor-points++", "cv"),

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import eigh, lapack, solve_triangular
 
+from coreval.base.checks import check_positive_int
 from coreval.errors import ValidationError, preview
 
 _TINY = 1e-300
@@ -146,12 +147,16 @@ def check_costs(costs: Sequence[float] | np.ndarray | None, budget: float | None
     return c
 
 
-def _pick(gains: np.ndarray, tie_tol: float) -> int:
-    """Index of the largest finite gain; gains within ``tie_tol`` relative -> lowest index."""
+def _pick(gains: np.ndarray, tie_tol: float, free: np.ndarray) -> int:
+    """Index of the largest finite gain among the ``free`` columns; gains within ``tie_tol``
+    relative -> lowest index. With no finite gain (a singular covariance: every free column
+    is determined by the chosen ones), the first free column, as :func:`greedy_mi_direct`.
+    """
+    gains = np.where(free, gains, -np.inf)
     best = np.max(gains)
     if not np.isfinite(best):
         finite = np.flatnonzero(gains > -np.inf)
-        return int(finite[0]) if len(finite) else int(np.argmax(gains))
+        return int(finite[0]) if len(finite) else int(np.flatnonzero(free)[0])
     if tie_tol <= 0:
         return int(np.argmax(gains))
     return int(np.flatnonzero(gains >= best - tie_tol * max(abs(best), 1.0))[0])
@@ -269,7 +274,8 @@ def _greedy(cov: np.ndarray, k: int, objective: str, mandatory: Sequence[int],
     cov = _check_cov(cov)
     n = cov.shape[0]
     mandatory = _check_mandatory(mandatory, n)
-    if not 1 <= k <= n:
+    k = check_positive_int("k", k)
+    if k > n:
         raise ValidationError(f"k={k} must be between 1 and the {n} benchmarks")
     if len(mandatory) > k:
         raise ValidationError(f"{len(mandatory)} mandatory benchmarks exceed k={k}")
@@ -304,9 +310,9 @@ def _run(cov: np.ndarray, k: int, objective: str, mandatory: list[int],
             value = np.where(affordable & (value > 0), value / costs, -np.inf)
             if not np.isfinite(value).any():
                 break
-            j = _pick(value, tie_tol)
+            j = _pick(value, tie_tol, state.free)
         else:
-            j = _pick(g, tie_tol)
+            j = _pick(g, tie_tol, state.free)
         selected.append(j)
         gains.append(float(g[j]))
         state.add(j)
@@ -328,7 +334,7 @@ def _best_singleton(cov: np.ndarray, objective: str, mandatory: list[int], costs
     if not np.isfinite(g).any():
         return None
     res = _run(cov, len(mandatory), objective, mandatory, None, None, tie_tol, "best-singleton")
-    j = _pick(g, tie_tol)
+    j = _pick(g, tie_tol, state.free)
     state.add(j)
     return GreedyResult(np.append(res.selected, j).astype(np.intp), np.append(res.gains, g[j]),
                         np.append(res.residual_variance, state.residual_variance()),
@@ -437,8 +443,11 @@ def _greedy_pattern_variance(cov: np.ndarray, observed: np.ndarray, k: int,
     patterns, counts = np.unique(observed, axis=0, return_counts=True)
     base = _pattern_variance(cov, np.array([], dtype=np.intp), patterns, counts)
     chosen, gains, resid = list(mandatory), [np.nan] * len(mandatory), []
+    for i in range(1, len(mandatory) + 1):  # the residual after each mandatory prefix
+        prefix = _pattern_variance(cov, np.asarray(mandatory[:i], dtype=np.intp), patterns,
+                                   counts)
+        resid.append(prefix / base if base > 0 else 0.0)
     current = _pattern_variance(cov, np.asarray(chosen, dtype=np.intp), patterns, counts)
-    resid += [current / base if base > 0 else 0.0] * len(mandatory)
     while len(chosen) < k:
         best, best_value = None, np.inf
         for cand in candidates:

@@ -15,13 +15,14 @@ meta-learner (non-negative least squares by default) and ``meta_folds`` the
 out-of-fold stage, which re-runs the selection in every fold
 (:mod:`coreval.prediction.stacking`). The IRT anchor selector and the gp-IRT
 component use gp-irt's IRT fit spec (:data:`coreval.irt.source_fit.GPIRT_FIT`), so
-they share one fit per set of source models through the fit cache.
+they share one fit per set of source models through the fit cache; an option that
+changes it (``model="2pl"``) changes both.
 """
 
 from __future__ import annotations
 
 from coreval.irt.source_fit import GPIRT_FIT
-from coreval.methods.registry import Component, declare
+from coreval.methods.registry import declare
 from coreval.prediction.stacking import StackingPredictor
 from coreval.selection.irt_anchors import IRTAnchorSelector
 from coreval.selection.mrmr import MRMRSelector
@@ -36,6 +37,6 @@ declare("stack-random", RandomSelector, StackingPredictor,
 declare("stack-mrmr", MRMRSelector, StackingPredictor,
         description=f"mRMR items + stacked {COMPONENTS} (NNLS weights out of fold)",
         reference=REFERENCE)
-declare("stack-irt-anchors", Component(IRTAnchorSelector, {"irt": GPIRT_FIT}), StackingPredictor,
+declare("stack-irt-anchors", IRTAnchorSelector, StackingPredictor, shared={"irt": GPIRT_FIT},
         description=f"IRT anchor points + stacked {COMPONENTS} (NNLS weights out of fold)",
         reference=REFERENCE)

@@ -13,15 +13,18 @@ Two estimators of a model's mean score over all ``N`` items, from its scores
    demand level is failed), each unobserved item is predicted by the average of
    the per-feature probabilities at its levels, and
    ``ŷ₂ = (Σ_anchors x_i + Σ_unobserved p̂_i) / N``. Fractional scores in [0, 1]
-   are fitted as weighted 0/1 rows.
+   are fitted as weighted 0/1 rows. With item groups (subtasks) the full score is the
+   mean of the group means, so ``ŷ₂ = Σ_i w_i s_i`` with the benchmark's item weights
+   ``w_i`` (:meth:`~coreval.data.matrix.ScoreMatrix.item_weights`, ``1/N`` without
+   groups) and ``s_i`` the anchor score or ``p̂_i``.
 
 They are combined as ``ŷ = λ ŷ₁ + (1 − λ) ŷ₂`` with ``λ = b₂² / (b₂² + v₁)``:
 the weight on the unbiased but noisy ``ŷ₁`` grows with the bias ``b₂`` of the
 smooth ``ŷ₂``. ``b₂²`` is estimated as ``max((ŷ₂ − ŷ₁)² − v₁, 0)``, because
 ``E(ŷ₂ − ŷ₁)² ≈ b₂² + v₁`` when ``ŷ₁`` is unbiased (our choice; the paper gives
 the λ formula but the estimate of ``b₂`` is ours). The interval is the plug-in
-normal interval with variance ``λ²v₁ + (1 − λ)²b₂² + v₂``, ``v₂`` the binomial
-variance of the predicted unobserved items; it is labelled ``"binomial"``.
+normal interval with variance ``λ²v₁ + (1 − λ)²b₂² + v₂``, ``v₂ = Σ w_i² p̂_i(1 − p̂_i)``
+over the unobserved items (their binomial variance); it is labelled ``"binomial"``.
 
 References
 ----------
@@ -138,6 +141,7 @@ class ScalesPredictor(Predictor):
         w = coreset.weights
         self.weights_ = np.full(k, 1.0 / k) if w is None else np.asarray(w, float) / np.sum(w)
         self.anchors_ = coreset.indices
+        self.item_weights_ = source.item_weights()
         unobserved = np.ones(source.n_items, bool)
         unobserved[coreset.indices] = False
         self.unobserved_ = np.flatnonzero(unobserved)
@@ -158,15 +162,16 @@ class ScalesPredictor(Predictor):
         return expit(b0[None, :] + b1[None, :] * Fu).mean(axis=1)
 
     def _predict(self, x: np.ndarray) -> Prediction:
-        n_items = len(self.anchors_) + len(self.unobserved_)
+        w_anchor = self.item_weights_[self.anchors_]
+        w_unobserved = self.item_weights_[self.unobserved_]
         y1 = x @ self.weights_
         v1 = np.clip(y1 * (1 - y1), 1e-6, None) * np.sum(self.weights_**2)
         y2 = np.empty(len(x))
         v2 = np.empty(len(x))
         for i, xi in enumerate(x):
             p = self._item_probabilities(xi)
-            y2[i] = (xi.sum() + p.sum()) / n_items
-            v2[i] = np.sum(p * (1 - p)) / n_items**2
+            y2[i] = xi @ w_anchor + p @ w_unobserved
+            v2[i] = np.sum(w_unobserved**2 * p * (1 - p))
         b2sq = np.clip((y2 - y1) ** 2 - v1, 0.0, None)
         lam = b2sq / (b2sq + v1)
         if self.estimator == "weighted-mean":

@@ -41,6 +41,7 @@ from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.source_fit import GPIRT_FIT
 from coreval.prediction.gp_irt import GPIRTPredictor
 from coreval.prediction.irt_bayes import IRTBayesPredictor
@@ -48,19 +49,23 @@ from coreval.prediction.mean import MeanPredictor
 from coreval.prediction.ridge import KernelRidgePredictor, RidgePredictor
 
 
-def _irt_bayes_mean(seed: int) -> Predictor:
-    """irt-bayes' posterior mean (no misfit term: only the point prediction is stacked)."""
+def _irt_bayes_mean(seed: int, irt: IRTFitSpec) -> Predictor:
+    """irt-bayes' posterior mean (no misfit term: only the point prediction is stacked).
+
+    It keeps irt-bayes' own Bayesian fit spec; ``irt`` is gp-IRT's.
+    """
     return IRTBayesPredictor(misfit="none", noise=False, check=False, seed=seed)
 
 
-#: The stackable components by name: ``name -> factory(seed)``. Each is fitted on the
-#: stack's coreset with its default options, its own interval switched off where it
-#: has one to spare the time (only its point prediction is stacked).
-COMPONENTS: dict[str, Callable[[int], Predictor]] = {
-    "mean": lambda seed: MeanPredictor(),
-    "ridge": lambda seed: RidgePredictor(interval="none"),
-    "kernel-ridge": lambda seed: KernelRidgePredictor(interval="none"),
-    "gp-irt": lambda seed: GPIRTPredictor(irt=GPIRT_FIT, seed=seed),
+#: The stackable components by name: ``name -> factory(seed, irt)``, ``irt`` being the
+#: stack's IRT fit spec (the gp-IRT component's). Each is fitted on the stack's coreset
+#: with its default options, its own interval switched off where it has one to spare the
+#: time (only its point prediction is stacked).
+COMPONENTS: dict[str, Callable[[int, IRTFitSpec], Predictor]] = {
+    "mean": lambda seed, irt: MeanPredictor(),
+    "ridge": lambda seed, irt: RidgePredictor(interval="none"),
+    "kernel-ridge": lambda seed, irt: KernelRidgePredictor(interval="none"),
+    "gp-irt": lambda seed, irt: GPIRTPredictor(irt=irt, seed=seed),
     "irt-bayes": _irt_bayes_mean,
 }
 
@@ -124,6 +129,11 @@ class StackingPredictor(Predictor):
         re-run in each when fitted by :func:`coreval.pipeline.fit_method`). ``0``
         skips the out-of-fold stage: equal weights and no interval; the folds' own
         fits use it.
+    irt : IRTFitSpec
+        The gp-IRT component's IRT fit of the source models (gp-irt's by default; its
+        fields, e.g. ``model="2pl"``, are options of the stacked methods). In
+        ``stack-irt-anchors`` the anchor selector takes the same spec, so the two share
+        one fit. The irt-bayes component keeps its own Bayesian fit.
     level : float
         Nominal coverage of the interval.
     seed : int
@@ -159,11 +169,12 @@ class StackingPredictor(Predictor):
     compare_random_coreset = True
 
     def __init__(self, components: tuple[str, ...] | str = "auto", meta: str = "nnls",
-                 meta_folds: int = 5, level: float = 0.9, seed: int = 0,
-                 show_progress: bool | None = None) -> None:
+                 meta_folds: int = 5, irt: IRTFitSpec = GPIRT_FIT, level: float = 0.9,
+                 seed: int = 0, show_progress: bool | None = None) -> None:
         self.components = components
         self.meta = meta
         self.meta_folds = meta_folds
+        self.irt = irt
         self.level = level
         self.seed = seed
         self.show_progress = show_progress
@@ -188,6 +199,9 @@ class StackingPredictor(Predictor):
         if unknown or not names:
             raise ValidationError(f"unknown stacking components {unknown or names}; "
                                   f"known: {', '.join(COMPONENTS)} (or 'auto')")
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValidationError(f"stacking components repeat: {repeated}")
         return names
 
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
@@ -195,13 +209,15 @@ class StackingPredictor(Predictor):
             raise ValidationError(f"meta must be one of {META_LEARNERS}, got {self.meta!r}")
         if not 0.0 < float(self.level) < 1.0:
             raise ValidationError(f"level must be in (0, 1), got {self.level!r}")
-        folds = int(self.meta_folds)
-        if folds == 1 or folds < 0:
+        folds = self.meta_folds
+        if (isinstance(folds, bool) or not isinstance(folds, int | np.integer) or folds == 1
+                or folds < 0):
             raise ValidationError(f"meta_folds must be 0 (no out-of-fold stage) or at least 2, "
                                   f"got {self.meta_folds!r}")
         names = self._names(source)
         self.clip_ = bool(source.is_binary)
-        self.components_ = {name: COMPONENTS[name](int(self.seed)).fit(
+        folds = int(folds)
+        self.components_ = {name: COMPONENTS[name](int(self.seed), self.irt).fit(
             source, coreset, cache=self.cache_) for name in names}
         n = len(names)
         self.weights_, self.intercept_ = np.full(n, 1.0 / n), 0.0
