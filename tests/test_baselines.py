@@ -195,6 +195,10 @@ def test_random_search_matches_plain_loop(rng):
     sel = RandomSearchSelector(k=6, n_search=25, seed=11, batch_size=7).fit(data)
     np.testing.assert_array_equal(sel.selected_, best)
     assert sel.coreset_.details["best_mae"] == pytest.approx(best_mae)
+    # a batch size below 1 used to score no candidate and pick from uninitialised memory
+    for bad in (0, -3, 2.5):
+        with pytest.raises(ValidationError, match="batch_size must be a positive integer"):
+            RandomSearchSelector(k=6, n_search=25, seed=11, batch_size=bad).fit(data)
 
 
 # ----------------------------------------------------------------- predictors
@@ -286,6 +290,15 @@ def test_nan_responses_rejected(rng):
         pred.fit(data, coreset)
         with pytest.raises(ValidationError, match="NaN"):
             pred.predict([[1.0, np.nan, 0.0]])
+
+
+@pytest.mark.parametrize("alphas", [[], [0.0], [-1.0, 1.0], [np.nan], "abc"])
+def test_bad_penalty_grids_are_named(alphas, rng):
+    data = binary_matrix(rng, 20, 10)
+    coreset = Coreset.from_indices(data, [0, 1, 2])
+    for pred in (RidgePredictor(alphas=alphas), KernelRidgePredictor(alphas=alphas)):
+        with pytest.raises(ValidationError, match="alphas"):
+            pred.fit(data, coreset)
 
 
 def test_too_few_source_models(rng):

@@ -139,6 +139,11 @@ def test_estimate_correlation_validates_input(rng):
         estimate_correlation(bad)
     with pytest.raises(ValidationError, match=r"\[0, 1\]"):
         apply_transform(np.array([[0.5, 1.5]]), "logit")
+    # a NaN tolerance used to pass the check and run every iteration; a float count is refused
+    with pytest.raises(ValidationError, match="tol > 0"):
+        em_covariance(rng.normal(size=(10, 3)), tol=np.nan)
+    with pytest.raises(ValidationError, match="max_iter must be a non-negative integer"):
+        em_covariance(rng.normal(size=(10, 3)), max_iter=2.5)
 
 
 def test_pairwise_path_on_complete_data_is_sample_correlation(rng):

@@ -126,6 +126,8 @@ def test_random_selector_reproduces_protocol_seed():
         got = GaussianRandomSelector(7, seed=fold).fit(source).selected_
         expect = np.random.default_rng((49, fold, 1000)).permutation(30)[:7]
         np.testing.assert_array_equal(got, expect)
+    with pytest.raises(ValidationError, match="holdout must be a fraction"):
+        GaussianRandomSelector(7, holdout=-0.1).fit(source)
 
 
 def test_registry_methods():

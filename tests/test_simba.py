@@ -19,6 +19,7 @@ from coreval.simba import (
     classify_pair,
     coverage,
     greedy_coverage_order,
+    make_regressor,
     mean_win_rate,
     normalise_scores,
     pounce_mse,
@@ -238,6 +239,10 @@ def test_pounce_exact_linear_relation_and_noise():
         assert np.isfinite(pounce_mse(z, [0, 1], train, test, predictor=name))
     with pytest.raises(ValidationError, match="unknown predictor"):
         pounce_mse(z, [0], train, test, predictor="svm")
+    with pytest.raises(ValidationError, match="n_neighbors must be a positive integer"):
+        make_regressor("knn", n_neighbors=0)
+    with pytest.raises(ValidationError, match="hidden must be a positive integer"):
+        make_regressor("mlp", hidden=0)
     # a target observed on only 3 training models still gets a kNN fit (k capped at 3)
     z_missing = z.copy()
     z_missing[3:60, 4] = np.nan

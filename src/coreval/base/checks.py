@@ -90,10 +90,19 @@ def check_responses(x: np.ndarray, domain: tuple[str, float, float], items: np.n
         raise ValidationError(f"{who}: responses must be {rule}; got {shown}{more}")
 
 
+def check_positive_int(name: str, value: int, *, minimum: int = 1) -> int:
+    """``value`` as an int; a :class:`ValidationError` naming ``name`` unless it is an integer
+    of at least ``minimum`` (floats such as ``2.0`` and bools are refused, not truncated)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        kind = {1: "a positive integer", 0: "a non-negative integer"}.get(
+            minimum, f"an integer >= {minimum}")
+        raise ValidationError(f"{name} must be {kind}, got {value!r}")
+    return int(value)
+
+
 def check_k(k: int, n_columns: int) -> int:
     """Validate a coreset size against the pool size."""
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ValidationError(f"k must be a positive integer, got {k!r}")
+    k = check_positive_int("k", k)
     if k > n_columns:
         raise ValidationError(f"k={k} is larger than the pool of {n_columns} columns")
     return int(k)

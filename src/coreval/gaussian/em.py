@@ -35,6 +35,7 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 from coreval._progress import progress_bar
+from coreval.base.checks import check_positive_int
 from coreval.errors import ValidationError
 from coreval.gaussian.covariance import auto_shrinkage, pairwise_covariance, project_psd, shrink
 
@@ -403,8 +404,9 @@ def em_covariance(z: np.ndarray, observed: np.ndarray | None = None, *, max_iter
         raise ValidationError(f"mask shape {observed.shape} differs from data shape {z.shape}")
     if np.isnan(z[observed]).any():
         raise ValidationError("observed entries contain NaN")
-    if max_iter < 0 or tol <= 0 or eps <= 0:
-        raise ValidationError(f"need max_iter >= 0, tol > 0, eps > 0; got {max_iter}, {tol}, {eps}")
+    max_iter = check_positive_int("max_iter", max_iter, minimum=0)
+    if not (tol > 0 and eps > 0):  # also refuses NaN
+        raise ValidationError(f"need tol > 0 and eps > 0; got {tol}, {eps}")
     m_rows, n = z.shape
     z0 = np.where(observed, z, 0.0)
     alpha = auto_shrinkage(m_rows, n) if shrinkage == "auto" else float(shrinkage)

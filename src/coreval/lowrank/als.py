@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from coreval.base.checks import check_positive_int
 from coreval.errors import ValidationError
 
 
@@ -54,13 +55,11 @@ class ALSState(NamedTuple):
 
 def check_options(rank: int, lam: float, n_iter: int = 1, n_ensemble: int = 1) -> None:
     """Raise a :class:`ValidationError` naming a bad rank, ridge or iteration count."""
-    if isinstance(rank, bool) or not isinstance(rank, int | np.integer) or rank < 0:
-        raise ValidationError(f"rank must be a non-negative integer, got {rank!r}")
+    check_positive_int("rank", rank, minimum=0)
     if not np.isfinite(lam) or lam < 0:
         raise ValidationError(f"lam (ridge penalty) must be finite and >= 0, got {lam!r}")
-    for name, value in (("n_iter", n_iter), ("n_ensemble", n_ensemble)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+    check_positive_int("n_iter", n_iter)
+    check_positive_int("n_ensemble", n_ensemble)
 
 
 def als_init(z: np.ndarray, observed: np.ndarray, rank: int,

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from coreval.base.checks import check_positive_int
 from coreval.errors import ValidationError
 from coreval.lowrank.als import ALSState
 
@@ -168,13 +169,11 @@ def _runner(rank: int, noise: str, guide_kind: str, n_steps: int, learning_rate:
 def check_bayes_options(rank: int, noise: str, n_steps: int, learning_rate: float,
                         n_draws: int) -> None:
     """Raise a :class:`ValidationError` naming a bad option of the Bayesian completion."""
-    if isinstance(rank, bool) or not isinstance(rank, int | np.integer) or rank < 0:
-        raise ValidationError(f"rank must be a non-negative integer, got {rank!r}")
+    check_positive_int("rank", rank, minimum=0)
     if noise not in ("column", "shared"):
         raise ValidationError(f"noise must be 'column' or 'shared', got {noise!r}")
-    for name, value in (("n_steps", n_steps), ("n_draws", n_draws)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise ValidationError(f"{name} must be a positive integer, got {value!r}")
+    check_positive_int("n_steps", n_steps)
+    check_positive_int("n_draws", n_draws)
     if not learning_rate > 0:
         raise ValidationError(f"learning_rate must be > 0, got {learning_rate!r}")
 

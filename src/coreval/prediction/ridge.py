@@ -30,7 +30,7 @@ from coreval.base import Coreset, Prediction, Predictor
 from coreval.base.conformal import jackknife_plus_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.regression import default_alphas
+from coreval.regression import alpha_grid
 
 _INTERVALS = ("jackknife+", "none")
 
@@ -170,7 +170,7 @@ class RidgePredictor(LooRegressionPredictor):
         self.interval = interval
 
     def _fit_full(self, x: np.ndarray, y: np.ndarray, source: ScoreMatrix) -> RidgeCV:
-        grid = default_alphas(source) if self.alphas is None else np.asarray(self.alphas, float)
+        grid = alpha_grid(self.alphas, source)
         model = RidgeCV(alphas=grid, fit_intercept=True).fit(x, y)
         self.alpha_ = float(model.alpha_)
         return model
@@ -243,7 +243,7 @@ class KernelRidgePredictor(LooRegressionPredictor):
                 or self.degree < 1:
             raise ValidationError(f"kernel degree must be a positive integer, got "
                                   f"{self.degree!r}")
-        grid = default_alphas(source) if self.alphas is None else np.asarray(self.alphas, float)
+        grid = alpha_grid(self.alphas, source)
         search = GridSearchCV(self._kernel_ridge(), {"alpha": list(grid)}, cv=LeaveOneOut(),
                               scoring="neg_mean_squared_error").fit(x, y)
         self.alpha_ = float(search.best_params_["alpha"])

@@ -12,11 +12,30 @@ from __future__ import annotations
 import numpy as np
 
 from coreval.data.matrix import ScoreMatrix
+from coreval.errors import ValidationError
 
 
 def default_alphas(source: ScoreMatrix) -> np.ndarray:
     """The reference λ grid: ``logspace(-1, 1, 5)`` for binary scores, else ``logspace(-2, 2, 9)``."""
     return np.logspace(-1, 1, 5) if source.is_binary else np.logspace(-2, 2, 9)
+
+
+def alpha_grid(alphas, source: ScoreMatrix) -> np.ndarray:
+    """The λ grid to search: :func:`default_alphas` when ``alphas`` is None, else ``alphas``
+    as a 1-D float array, checked to be non-empty, finite and positive (a
+    :class:`ValidationError` naming the problem)."""
+    if alphas is None:
+        return default_alphas(source)
+    try:
+        grid = np.atleast_1d(np.asarray(alphas, dtype=float))
+    except (TypeError, ValueError):
+        raise ValidationError(f"alphas must be numbers, got {alphas!r}") from None
+    if grid.ndim != 1 or grid.size == 0:
+        raise ValidationError(f"alphas must be a non-empty list of penalties, got {alphas!r}")
+    if not (np.isfinite(grid).all() and (grid > 0).all()):
+        raise ValidationError(f"alphas (ridge penalties) must be finite and > 0, got "
+                              f"{grid.tolist()}")
+    return grid
 
 
 def _batched_eigh(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -221,6 +221,8 @@ class GaussianRandomSelector(Selector):
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
         if int(self.seed) < 0:
             raise ValidationError(f"seed (fold index) must be non-negative, got {self.seed}")
+        if not 0.0 < self.holdout < 1.0:
+            raise ValidationError(f"holdout must be a fraction in (0, 1), got {self.holdout!r}")
         rng = np.random.default_rng((int(self.base_seed), int(self.seed),
                                      int(self.holdout * 10000)))
         perm = rng.permutation(source.n_items)

@@ -84,6 +84,11 @@ class ScalesSelector(Selector):
         F = self._features(source)
         F = F[:, drop_constant(F)]
         U = self._reduce(F)
+        distinct = len(np.unique(U, axis=0))
+        if k > distinct:
+            raise ValidationError(f"k={k} is larger than the {distinct} distinct item feature "
+                                  "vectors: Scales++ takes one anchor per k-means cluster of the "
+                                  "items' features (pass a smaller budget or richer features)")
         km = KMeans(n_clusters=k, n_init=10, random_state=self.seed).fit(U)
         labels = km.labels_
         chosen = np.empty(k, dtype=np.intp)
@@ -99,10 +104,10 @@ class ScalesSelector(Selector):
                                     reduced=U, cluster_sizes=sizes)
 
     def _reduce(self, F: np.ndarray) -> np.ndarray:
+        if self.reducer not in ("umap", "none"):
+            raise ValidationError(f"reducer must be 'umap' or 'none', got {self.reducer!r}")
         if self.reducer == "none" or F.shape[1] <= self.n_dims:
             return F
-        if self.reducer != "umap":
-            raise ValidationError(f"reducer must be 'umap' or 'none', got {self.reducer!r}")
         try:
             import umap  # imported lazily: numba compilation is slow
         except ImportError:

@@ -13,9 +13,10 @@ import numpy as np
 
 from coreval._progress import progress_bar
 from coreval.base import Coreset, Selector
+from coreval.base.checks import check_positive_int
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.regression import default_alphas, kernel_ridge_loo_batch, ridge_loo_batch
+from coreval.regression import alpha_grid, kernel_ridge_loo_batch, ridge_loo_batch
 
 
 class RandomSearchSelector(Selector):
@@ -70,24 +71,24 @@ class RandomSearchSelector(Selector):
                 "RandomSearchSelector needs a fully observed source matrix; "
                 f"{int((~source.observed).sum())} entries are NaN"
             )
-        if int(self.n_search) < 1:
-            raise ValidationError(f"n_search must be a positive integer, got {self.n_search!r}")
+        n_search = check_positive_int("n_search", self.n_search)
+        batch = check_positive_int("batch_size", self.batch_size)
         values = source.values
         y = source.summary_scores()
         n_src, n_items = values.shape
-        grid = default_alphas(source) if self.alphas is None else np.asarray(self.alphas, float)
+        grid = alpha_grid(self.alphas, source)
         # Legacy RandomState: exact reproduction of the reference's global np.random stream.
         rs = np.random.RandomState(self.seed)
         order = rs.permutation(n_src)
         n_tr = int(n_src * 0.75)
         train, val = order[:n_tr], order[n_tr:]
-        candidates = np.stack([rs.permutation(n_items)[:k] for _ in range(int(self.n_search))])
+        candidates = np.stack([rs.permutation(n_items)[:k] for _ in range(n_search)])
         fit = kernel_ridge_loo_batch if self.kernel else ridge_loo_batch
         maes = np.empty(len(candidates))
         bar = progress_bar(total=len(candidates), desc="random search")
         try:
-            for start in range(0, len(candidates), max(1, int(self.batch_size))):
-                idx = candidates[start:start + int(self.batch_size)]
+            for start in range(0, len(candidates), batch):
+                idx = candidates[start:start + batch]
                 x_tr = values[train][:, idx].transpose(1, 0, 2)    # (B, n_tr, k)
                 x_val = values[val][:, idx].transpose(1, 0, 2)     # (B, n_val, k)
                 pred, _ = fit(x_tr, y[train], x_val, grid)
@@ -99,4 +100,4 @@ class RandomSearchSelector(Selector):
         best = int(np.argmin(maes))  # the first of equal minima, as the reference's strict "<"
         return Coreset.from_indices(source, candidates[best], method="random-search",
                                     seed=self.seed, best_mae=float(maes[best]),
-                                    best_candidate=best, n_search=int(self.n_search))
+                                    best_candidate=best, n_search=n_search)

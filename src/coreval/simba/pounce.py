@@ -29,6 +29,7 @@ from sklearn.neural_network import MLPRegressor
 from sklearn.pipeline import Pipeline, make_pipeline
 
 from coreval._progress import progress
+from coreval.base.checks import check_positive_int
 from coreval.errors import ValidationError
 
 #: Pounce regressors by name.
@@ -59,9 +60,11 @@ def make_regressor(name: str = "ridge", *, seed: int = 0, n_neighbors: int = 5,
     if name == "ridge":
         est: RegressorMixin = RidgeCV(alphas=RIDGE_ALPHAS)
     elif name == "knn":
+        n_neighbors = check_positive_int("n_neighbors", n_neighbors)
         k = n_neighbors if n_train is None else max(1, min(n_neighbors, n_train))
         est = KNeighborsRegressor(n_neighbors=k, weights="distance")
     elif name in ("mlp", "mlp2"):
+        hidden = check_positive_int("hidden", hidden)
         layers = (hidden,) if name == "mlp" else (hidden, hidden)
         est = MLPRegressor(hidden_layer_sizes=layers, alpha=1e-3, max_iter=2000,
                            random_state=seed)

@@ -12,15 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from coreval.base.checks import check_positive_int
 from coreval.errors import ValidationError
 
 #: SVI guides.
 GUIDES: tuple[str, ...] = ("normal", "lowrank")
-
-
-def _positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValidationError(f"{name} must be a positive integer, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -47,12 +43,12 @@ class MAPSettings:
     batch_size: int | None = None
 
     def check(self) -> None:
-        _positive("num_steps", self.num_steps)
-        _positive("num_draws", self.num_draws)
+        check_positive_int("num_steps", self.num_steps)
+        check_positive_int("num_draws", self.num_draws)
         if not self.learning_rate > 0:
             raise ValidationError(f"learning_rate must be positive, got {self.learning_rate}")
         if self.batch_size is not None:
-            _positive("batch_size", self.batch_size)
+            check_positive_int("batch_size", self.batch_size)
 
 
 @dataclass(frozen=True)
@@ -94,8 +90,8 @@ class NUTSSettings:
     num_chains: int = 2
 
     def check(self) -> None:
-        _positive("num_samples", self.num_samples)
-        _positive("num_chains", self.num_chains)
+        check_positive_int("num_samples", self.num_samples)
+        check_positive_int("num_chains", self.num_chains)
         if isinstance(self.num_warmup, bool) or not isinstance(self.num_warmup, numbers.Integral) \
                 or self.num_warmup < 0:
             raise ValidationError(f"num_warmup must be non-negative, got {self.num_warmup!r}")
