@@ -224,6 +224,11 @@ def test_diagnostics_refuse_a_fit_with_guessing(corrupted):
         ip.item_diagnostics(three, matrix, ppc_draws=5)
     with pytest.raises(ValidationError, match="guessing parameter"):
         ip.posterior_predictive_scores(three, n_draws=5)
+    # a fit of continuous scores: replicating 0/1 answers from it would be meaningless
+    beta = IRTFit(model="beta", method="svi", dims=1, priors="weak", idata=_fake_fit(sim).idata,
+                  card={})
+    with pytest.raises(ValidationError, match="continuous scores"):
+        ip.posterior_predictive_scores(beta, n_draws=5)
 
 
 def test_person_fit_is_standard_normal_under_the_model_and_flags_aberrant():

@@ -29,6 +29,7 @@ from scipy.special import expit
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.irt.information import icc, item_information, test_information
+from coreval.irt.spec import get_spec
 
 #: Items answered correctly by fewer / more than this fraction of models are "near constant".
 NEAR_CONSTANT = 0.02
@@ -43,9 +44,13 @@ def _axes(ax, size=(5.0, 3.8)):
 def _draws(fit) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Item and ability draws of an IRTFit: a (S, I, D), d (S, I), theta (S, M, D).
 
-    Raises a :class:`ValidationError` for a fit with a guessing parameter: the diagnostics
-    use the 2PL curve ``σ(a θ + d)``, which is not a 3PL's.
+    Raises a :class:`ValidationError` for a fit of continuous scores (the diagnostics
+    replicate 0/1 answers) and for one with a guessing parameter (they use the 2PL curve
+    ``σ(a θ + d)``, which is not a 3PL's).
     """
+    if not get_spec(fit.link).binary:
+        raise ValidationError(f"the diagnostics replicate 0/1 answers of binary IRT models; "
+                              f"this {fit.model!r} fit models continuous scores")
     items = fit.item_draws()
     if "c" in items:
         raise ValidationError(f"the diagnostics support 1PL/2PL fits; this {fit.model!r} fit "
@@ -274,20 +279,40 @@ def plot_standard_error(a, d, *, abilities=None, theta: np.ndarray | None = None
     return ax
 
 
+#: Difficulties beyond this are drawn at the edge of the item map (as open markers).
+ITEM_MAP_B_LIMIT = 8.0
+
+
 def plot_item_map(table: pd.DataFrame, *, ax=None):
-    """Discrimination vs difficulty of every item, flagged items highlighted."""
+    """Discrimination vs difficulty of every item, flagged items highlighted.
+
+    Difficulties beyond ±:data:`ITEM_MAP_B_LIMIT` (near-constant or weakly discriminating
+    items) are drawn at the edge as open markers, so every item counted in the legend is
+    on the plot.
+    """
     ax = _axes(ax)
     flags = [c for c in ("near_constant", "negative", "misfit") if c in table]
-    ok = ~table[flags].any(axis=1) if flags else np.ones(len(table), bool)
-    ax.scatter(table.loc[ok, "b"], table.loc[ok, "a"], s=6, color="C0", alpha=0.6, label="ok")
+    ok = ~table[flags].any(axis=1).to_numpy() if flags else np.ones(len(table), bool)
+    b = table["b"].to_numpy(float)
+    a = table["a"].to_numpy(float)
+    shown = np.clip(b, -ITEM_MAP_B_LIMIT, ITEM_MAP_B_LIMIT)
+    outside = np.abs(b) > ITEM_MAP_B_LIMIT
+
+    def draw(sel, color, size, label, **style):
+        ax.scatter(shown[sel & ~outside], a[sel & ~outside], s=size, color=color, label=label,
+                   **style)
+        if (sel & outside).any():
+            ax.scatter(shown[sel & outside], a[sel & outside], s=size, facecolors="none",
+                       edgecolors=color)
+
+    draw(ok, "C0", 6, "ok", alpha=0.6)
     for c, color in zip(flags, ("C1", "C3", "C4"), strict=False):
         sel = table[c].to_numpy(bool)
         if sel.any():
-            ax.scatter(table.loc[sel, "b"], table.loc[sel, "a"], s=14, color=color,
-                       label=f"{c.replace('_', ' ')} ({int(sel.sum())})")
-    ax.set_xlabel("difficulty b")
+            draw(sel, color, 14, f"{c.replace('_', ' ')} ({int(sel.sum())})")
+    ax.set_xlabel(f"difficulty b (open markers: |b| > {ITEM_MAP_B_LIMIT:g}, drawn at the edge)"
+                  if outside.any() else "difficulty b")
     ax.set_ylabel("discrimination a")
-    ax.set_xlim(np.clip(ax.get_xlim(), -8, 8))
     ax.legend(fontsize=7)
     return ax
 
