@@ -289,12 +289,6 @@ class BayesLowRankImputer(Predictor):
         self.transform_ = ct
         self.columns_ = source.items
 
-    @property
-    def half_width_(self) -> float:
-        """The ``level`` conformal quantile of :attr:`calibration_residuals_`."""
-        resid = self.calibration_residuals_
-        return conformal_factor(resid, 0.0, np.ones_like(resid), self.level)
-
     def _predict(self, x: np.ndarray) -> Prediction:
         sel, ct = self.coreset_.indices, self.transform_
         z = _coreset_z(ct, sel, x)
