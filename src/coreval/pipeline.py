@@ -94,7 +94,7 @@ from coreval.base import (
     out_of_fold,
     repeated_fold_seeds,
 )
-from coreval.base.checks import check_seed
+from coreval.base.checks import check_positive_int, check_seed
 from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import TooFewModelsError, ValidationError, preview
@@ -358,17 +358,15 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
     """
     seed = check_seed(seed)
     check_options(method, {**options, "calibration": calibration, "selection": selection})
-    if isinstance(repeats, bool) or not isinstance(repeats, int | np.integer) or repeats < 1:
-        raise ValidationError(f"repeats must be a whole number >= 1, got {repeats!r}")
+    repeats = check_positive_int("repeats", repeats)
     # checked here: a bad value must not be caught below as "cross-validation impossible",
     # which would quietly drop the checked selection and the calibration
-    if isinstance(folds, bool) or not isinstance(folds, int | np.integer) or folds < 2:
-        raise ValidationError(f"folds must be a whole number >= 2, got {folds!r}")
+    folds = check_positive_int("folds", folds, minimum=2)
     if calibration == "cv" and method.task != "score":
         raise ValidationError(
             f"calibration='cv' supports score methods only; {method.name!r} imputes columns")
     cache = FitCache() if cache is None else cache
-    fold_seeds = repeated_fold_seeds(seed, int(repeats))
+    fold_seeds = repeated_fold_seeds(seed, repeats)
     if selection == "random":
         method, options = random_variant(method, options)
     t0 = cache.clock()  # reused fits count with the seconds they took (FitCache.clock)

@@ -105,7 +105,7 @@ def check_k(k: int, n_columns: int) -> int:
     k = check_positive_int("k", k)
     if k > n_columns:
         raise ValidationError(f"k={k} is larger than the pool of {n_columns} columns")
-    return int(k)
+    return k
 
 
 def check_source(source: ScoreMatrix, *, min_models: int = 2, binary: bool = False,

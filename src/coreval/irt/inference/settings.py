@@ -7,7 +7,6 @@ accepted ones), or None for the defaults.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -92,9 +91,7 @@ class NUTSSettings:
     def check(self) -> None:
         check_positive_int("num_samples", self.num_samples)
         check_positive_int("num_chains", self.num_chains)
-        if isinstance(self.num_warmup, bool) or not isinstance(self.num_warmup, numbers.Integral) \
-                or self.num_warmup < 0:
-            raise ValidationError(f"num_warmup must be non-negative, got {self.num_warmup!r}")
+        check_positive_int("num_warmup", self.num_warmup, minimum=0)
 
 
 @dataclass(frozen=True)
