@@ -302,6 +302,25 @@ def test_resume_skips_finished_cells_and_reruns_changed_ones(tmp_path):
     assert set(other["cell"]).isdisjoint(first["cell"])
 
 
+def test_cell_keys_see_item_features_and_whole_option_arrays():
+    """Results that change with item metadata or an option array get their own cell key."""
+    from coreval.harness.store import matrix_fingerprint, stable_hash
+
+    plain = _binary()
+    y, items = plain.values, plain.items
+    feats = [ScoreMatrix(y, items=items, name="toy", item_meta=pd.DataFrame(
+        {"feat_x": np.arange(y.shape[1]) * f}, index=items)) for f in (1.0, 2.0)]
+    keys = {matrix_fingerprint(m) for m in (plain, *feats)}
+    assert len(keys) == 3
+    # numpy's repr elides the middle of long arrays and rounds to 8 digits
+    a = np.zeros(2000)
+    b = a.copy()
+    b[1000] = 1.0
+    assert stable_hash({"features": a}) != stable_hash({"features": b})
+    assert stable_hash({"w": np.array([0.1])}) != stable_hash({"w": np.array([0.1 + 1e-12])})
+    assert stable_hash({"w": np.array([0.1])}) == stable_hash({"w": np.array([0.1])})
+
+
 class SlowSelector(SeededSelector):
     """Seeded selector that logs each fit to $GRID_LOG and sleeps $GRID_SLEEP seconds."""
 

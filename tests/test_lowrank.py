@@ -449,6 +449,34 @@ def test_cell_folds_reject_bad_files(tmp_path):
     values = np.array([[1.0, np.nan], [2.0, 3.0]])
     with pytest.raises(ValidationError, match="unobserved"):
         evaluate_cells(values, read_cell_folds(path), complete_bias_als)
+    # negative indices would wrap to the matrix's end; a repeated cell would count twice
+    path.write_text(json.dumps({"folds": [{"test_cells": [[0, -1]]}]}))
+    with pytest.raises(ValidationError, match="negative"):
+        read_cell_folds(path)
+    path.write_text(json.dumps({"folds": [{"test_cells": [[0, 1], [1, 0], [0, 1]]}]}))
+    with pytest.raises(ValidationError, match="more than once"):
+        read_cell_folds(path)
+
+
+def test_cell_folds_refuse_a_completion_that_leaves_held_cells_nan(tmp_path, rng):
+    """A fold without predictions is an error, not a fold the medians quietly skip."""
+    _full, values = simulate(rng)
+    cells = np.argwhere(~np.isnan(values))
+    path = tmp_path / "folds.json"
+    path.write_text(json.dumps({"folds": [{"seed": 0, "fold": k, "test_cells":
+                                           cells[k::2].tolist()} for k in range(2)]}))
+    folds = read_cell_folds(path, values.shape)
+    calls = []
+
+    def one_fold_nan(tr):
+        comp = complete_bias_als(tr, n_ensemble=2)
+        calls.append(1)
+        if len(calls) == 2:
+            comp = comp._replace(mean=np.full_like(comp.mean, np.nan))
+        return comp
+
+    with pytest.raises(ValidationError, match=r"fold \(seed 0, fold 1\).*NaN"):
+        evaluate_cells(values, folds, one_fold_nan)
 
 
 # --- real data -------------------------------------------------------------------------------
@@ -701,3 +729,10 @@ def test_evaluate_probes_counts_revealed_cells_at_zero_error(rng):
     assert res["medae"] <= res["medae_hidden"]
     with pytest.raises(ValidationError, match="probes"):
         evaluate_probes(values, [10], complete_bias_als)
+
+    def nan_rows(tr):
+        comp = complete_bias_als(tr, n_ensemble=1)
+        return comp._replace(mean=np.full_like(comp.mean, np.nan))
+
+    with pytest.raises(ValidationError, match="without a prediction"):
+        evaluate_probes(values, [1, 2], nan_rows, group_size=5)

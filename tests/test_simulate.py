@@ -77,6 +77,16 @@ def test_beta_model_moments():
     assert float(sim.params["phi"]) == phi
 
 
+def test_beta_model_with_saturated_probabilities():
+    """Means that round to exactly 0 or 1 (|logit| > 37) still give Beta draws in (0, 1)."""
+    sim = simulate(60, 40, model="beta", log_a_mean=3.0, family_sd=3.0, seed=0)
+    assert (sim.params["p"] == 1.0).any()  # the case that used to fail
+    y = sim.matrix.values
+    assert ((y > 0) & (y < 1)).all()
+    saturated = sim.params["p"] == 1.0
+    assert y[saturated].min() > 0.99
+
+
 def test_binary_rate_matches_probabilities():
     sim = simulate(400, 300, seed=9)
     y, p = sim.matrix.values, sim.params["p"]

@@ -172,7 +172,9 @@ def simulate(n_models: int = 200, n_items: int = 500, *, dims: int = 1,
     if model == "2pl":
         values = (rng.random(p.shape) < p).astype(np.float64)
     else:
-        values = np.clip(rng.beta(p * phi, (1.0 - p) * phi), BETA_EPS, 1.0 - BETA_EPS)
+        # a mean of exactly 0 or 1 (expit saturates near |logit| 37) is no Beta distribution
+        mu = np.clip(p, BETA_EPS, 1.0 - BETA_EPS)
+        values = np.clip(rng.beta(mu * phi, (1.0 - mu) * phi), BETA_EPS, 1.0 - BETA_EPS)
     mask = _missing_mask(rng, p.shape, missing) if missing > 0 else np.ones(p.shape, bool)
     values[~mask] = np.nan
     true_score = np.mean([p[:, group == g].mean(axis=1) for g in range(n_groups)], axis=0)

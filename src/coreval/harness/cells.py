@@ -85,10 +85,14 @@ def read_cell_folds(path: str | Path, shape: tuple[int, int] | None = None) -> l
                                   "[row, column] pairs")
         if not np.issubdtype(cells.dtype, np.integer):
             raise ValidationError(f"fold {k} of {path}: cells must be integer indices")
-        if shape is not None and ((cells < 0).any() or (cells[:, 0] >= shape[0]).any()
+        if (cells < 0).any():  # numpy would read them from the end of the matrix
+            raise ValidationError(f"fold {k} of {path} has negative cell indices")
+        if shape is not None and ((cells[:, 0] >= shape[0]).any()
                                   or (cells[:, 1] >= shape[1]).any()):
             raise ValidationError(f"fold {k} of {path} has cells outside the {shape[0]} x "
                                   f"{shape[1]} matrix")
+        if np.unique(cells, axis=0).shape[0] < cells.shape[0]:
+            raise ValidationError(f"fold {k} of {path} lists a cell more than once")
         folds.append(CellFold(int(rec.get("seed", 0)), int(rec.get("fold", k)),
                               cells[:, 0].astype(np.intp), cells[:, 1].astype(np.intp)))
     return folds
@@ -125,6 +129,10 @@ def _fold_metrics(values: np.ndarray, fold: CellFold, comp: Completion,
     y = values[fold.rows, fold.cols]
     pred = comp.mean[fold.rows, fold.cols]
     lo, hi = comp.lower[fold.rows, fold.cols], comp.upper[fold.rows, fold.cols]
+    if np.isnan(pred).any():
+        raise ValidationError(
+            f"the completion left {int(np.isnan(pred).sum())} held-out cells of fold "
+            f"(seed {fold.seed}, fold {fold.fold}) without a prediction (NaN)")
     err = np.abs(pred - y)
     has_interval = not (np.isnan(lo).any() or np.isnan(hi).any())  # NaN: no interval
     pairs: dict[int, tuple[int, int]] = {}
@@ -279,6 +287,9 @@ def evaluate_probes(values: np.ndarray, probes: list[int], completer: Completer,
         comp = completer(train)
         seconds.append(time.perf_counter() - start)
         predicted[group] = np.where(hidden[group], comp.mean[group], predicted[group])
+    if np.isnan(predicted[hidden]).any():  # ranking_pairs would skip them quietly
+        raise ValidationError(f"the completion left {int(np.isnan(predicted[hidden]).sum())} "
+                              "hidden cells without a prediction (NaN)")
     err = np.abs(predicted - values)
     n_pairs = n_ok = 0
     acc = []

@@ -56,14 +56,53 @@ _OPTIONAL = ("calibration", "selection")
 _DENSE_INT = ("k", "seed", "n_target", "n_columns")
 
 
+def _exact(obj: Any) -> Any:
+    """A JSON-able stand-in for an object ``json`` cannot render, exact to the byte.
+
+    ``repr`` is not: numpy elides the middle of arrays over 1000 entries and rounds to 8
+    digits, so two different option arrays would share a cell key.
+    """
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        if obj.dtype == object:
+            return {"ndarray": obj.tolist(), "shape": list(obj.shape)}
+        data = np.ascontiguousarray(obj)
+        return {"ndarray": hashlib.sha256(data.tobytes()).hexdigest(),
+                "dtype": str(data.dtype), "shape": list(data.shape)}
+    if isinstance(obj, pd.DataFrame | pd.Series):
+        return {"pandas": _frame_hash(obj)}
+    if isinstance(obj, set | frozenset):
+        return sorted(obj, key=repr)
+    return repr(obj)  # a default repr naming an address differs per run: no false reuse
+
+
+def _frame_hash(frame: pd.DataFrame | pd.Series) -> str:
+    """SHA-256 of a frame's index, columns and values (pandas' row hashes)."""
+    try:
+        rows = pd.util.hash_pandas_object(frame, index=True)
+    except TypeError:  # unhashable cells (lists, arrays): hash their text
+        rows = pd.util.hash_pandas_object(frame.astype(str), index=True)
+    h = hashlib.sha256(rows.to_numpy().tobytes())
+    if isinstance(frame, pd.DataFrame):
+        h.update("\x1f".join(map(str, frame.columns)).encode("utf-8"))
+    return h.hexdigest()
+
+
 def stable_hash(obj: Any, *, length: int = 24) -> str:
-    """Hex SHA-256 of a JSON rendering of ``obj`` (keys sorted), truncated to ``length``."""
-    text = json.dumps(obj, sort_keys=True, default=repr, separators=(",", ":"))
+    """Hex SHA-256 of a JSON rendering of ``obj`` (keys sorted), truncated to ``length``.
+
+    Arrays and frames enter by a hash of their bytes (:func:`_exact`).
+    """
+    text = json.dumps(obj, sort_keys=True, default=_exact, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
 def matrix_fingerprint(matrix: ScoreMatrix) -> str:
-    """Hash of a score matrix's values, ids, kind and level (NaN-safe, byte exact)."""
+    """Hash of a score matrix's values, ids, kind, level and item / model metadata.
+
+    NaN-safe and byte exact.
+    """
     h = hashlib.sha256()
     values = np.ascontiguousarray(matrix.values, dtype=np.float64)
     h.update(str(values.shape).encode())
@@ -72,8 +111,10 @@ def matrix_fingerprint(matrix: ScoreMatrix) -> str:
         h.update("\x1f".join(map(str, ids)).encode("utf-8"))
         h.update(b"\x1e")
     h.update(f"{matrix.kind}|{matrix.level}".encode())
-    if matrix.groups is not None:  # groups change the summary score
-        h.update("\x1f".join(matrix.groups).encode("utf-8"))
+    # metadata changes results: groups the summary score, item features (Scales++) and
+    # model covariates what a method sees
+    for meta in (matrix.item_meta, matrix.model_meta):
+        h.update(b"\x1d" + (b"" if meta is None else _frame_hash(meta).encode()))
     return h.hexdigest()[:24]
 
 
