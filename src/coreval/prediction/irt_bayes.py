@@ -583,13 +583,18 @@ class IRTBayesPredictor(Predictor):
         ``E[Y_i | θ]`` is :func:`coreval.irt.models.mean_response` (the logit-normal
         mean for LEGO); with ``noise`` the unseen responses are drawn from the model's
         own response distribution (:func:`coreval.irt.models.response_dist`: Beta,
-        logit-normal or the heteroskedastic Gaussian, the last clipped to [0, 1]).
+        logit-normal or the heteroskedastic Gaussian). Draws are clipped to [0, 1] only
+        for models of scores in [0, 1] (a no-op there, for rounding); the heteroskedastic
+        Gaussian scores any real number, and clipping its draws would move the interval
+        away from the point prediction, their mean.
         """
         import jax
 
         from coreval.irt.models import mean_response, response_dist
+        from coreval.irt.spec import get_spec
 
         observed = x @ self.w_coreset_
+        bounded = get_spec(self.irt_spec_.model).scores == "unit"
         n, n_draws = theta.shape[0], theta.shape[1]
         expected = np.empty((n, n_draws))
         simulated = np.empty((n, n_draws))
@@ -605,7 +610,7 @@ class IRTBayesPredictor(Predictor):
             if self.noise:
                 key, sub = jax.random.split(key)
                 y = np.asarray(response_dist(self.irt.model, t, params).sample(sub), dtype=float)
-                simulated[:, s] = np.clip(y, 0.0, 1.0) @ self.w_unseen_
+                simulated[:, s] = (np.clip(y, 0.0, 1.0) if bounded else y) @ self.w_unseen_
             else:
                 simulated[:, s] = expected[:, s]
         return observed + expected.mean(axis=1), (observed[:, None] + simulated).T
