@@ -309,6 +309,17 @@ def test_cli_adapt_drives_an_answering_command(tmp_path):
                                  "--batch", "2", "--seed", "0"])
     assert replay.exit_code == 0, replay.output
     assert json.loads(replay.output)["items_used"] == used[0]
+    # a blank score is no recorded answer: never asked, and not counted in the bank's size
+    pd_rows = [{"item": r["item"], "score": r["score"] if k < 25 else None}
+               for k, r in enumerate(pd_rows)]
+    pd.DataFrame(pd_rows).to_csv(tmp_path / "half.csv", index=False)
+    half = runner.invoke(app, ["adapt", str(tmp_path / "src.npz"), "--responses",
+                               str(tmp_path / "half.csv"), "--fit-method", "map",
+                               "--num-steps", "300", "--width", "0", "--max-items", "40",
+                               "--tau", "0", "--batch", "5"])
+    assert half.exit_code == 0, half.output
+    asked = json.loads(half.output)["items"]
+    assert len(asked) == 25 and set(asked) == {r["item"] for r in pd_rows[:25]}
     both = runner.invoke(app, ["adapt", str(tmp_path / "src.npz")])
     assert both.exit_code == 2 and "exactly one of" in both.output
 

@@ -101,6 +101,14 @@ def test_cli_select_then_predict_round_trip(tmp_path, wide_csv, small_matrix):
         (["select", "{csv}", "--method", "nope"], "unknown method 'nope'"),
         (["select", "{csv}", "--budget", "1000"], "larger than the pool"),
         (["select", "does-not-exist.csv"], "does-not-exist"),
+        # options the command takes as flags: a one-line error, not a clash or an override
+        (["select", "{csv}", "-o", "seed=3"], "give it as --seed"),
+        (["predict", "{csv}", "{csv}", "-o", "calibration=cv"], "give it as --calibration"),
+        (["compare", "{csv}", "--methods", "random", "-o", "calibration=cv"],
+         "give it as --calibration"),
+        # kfold's source is every model outside the fold; an explicit count is refused
+        (["compare", "{csv}", "--methods", "random", "--split", "kfold", "--train-models",
+          "30"], "kfold"),
     ],
 )
 def test_cli_errors_are_one_line(args, message, wide_csv):
@@ -129,3 +137,50 @@ def test_cli_rejects_a_responses_file_that_is_not_csv(tmp_path, wide_csv):
     res = runner.invoke(app, ["predict", str(wide_csv), str(bad)])
     assert res.exit_code == 2
     assert res.output.strip().startswith("error:") and len(res.output.strip().splitlines()) == 1
+
+
+def test_cli_responses_keep_item_ids_that_read_like_missing_values(tmp_path):
+    """Item ids such as NA or null are ids (as in the matrix reader); blank scores are NaN."""
+    from coreval.cli import _read_responses
+
+    path = tmp_path / "new.csv"
+    path.write_text("item,score\nNA,1\nnull,0\nx,\ny,NA\n")
+    got = _read_responses(path)
+    assert list(got.index) == ["NA", "null", "x", "y"]
+    assert got["NA"] == 1.0 and got["null"] == 0.0 and np.isnan(got[["x", "y"]]).all()
+
+
+def test_cli_report_refuses_unknown_items(tmp_path, wide_csv, small_matrix):
+    fitted = coreval.select(small_matrix, "random+", budget=8, seed=0)
+    new = tmp_path / "new.csv"
+    pd.DataFrame({"item": [*fitted.coreset.items, "bogus"],
+                  "score": [*small_matrix.values[3, fitted.coreset.indices], 1.0]}
+                 ).to_csv(new, index=False)
+    res = runner.invoke(app, ["report", str(wide_csv), str(new), "--method", "random+",
+                              "--budget", "8", "--out", str(tmp_path / "card.md")])
+    assert res.exit_code == 2 and "not in the source data: bogus" in res.output, res.output
+
+
+def test_predict_judges_the_interval_on_the_source_score_range(tmp_path, rng):
+    """On a 0-100 scale a 5-point interval is narrow: no "nearly vacuous" caveat."""
+    from coreval.data.simulate import simulate
+
+    sim = simulate(60, 80, model="beta", phi=30.0, seed=3)
+    m = sim.matrix
+    scaled = ScoreMatrix(m.values * 100, models=m.models, items=m.items, name="pct")
+    assert scaled.score_range() == pytest.approx((np.nanmin(scaled.values),
+                                                  np.nanmax(scaled.values)))
+    path = tmp_path / "pct.csv"
+    scaled.take(np.arange(59)).to_frame().to_csv(path)
+    fitted = coreval.select(scaled.take(np.arange(59)), "random+", budget=16, seed=0)
+    assert fitted.score_range == scaled.take(np.arange(59)).score_range()
+    new = tmp_path / "new.csv"
+    pd.DataFrame({"item": fitted.coreset.items,
+                  "score": scaled.values[59, fitted.coreset.indices]}).to_csv(new, index=False)
+    res = runner.invoke(app, ["predict", str(path), str(new), "--method", "random+",
+                              "--budget", "16"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output[res.output.index("{"):])
+    span = fitted.score_range[1] - fitted.score_range[0]
+    assert (out["upper"] - out["lower"]) < 0.5 * span
+    assert "vacuous" not in res.output

@@ -120,6 +120,81 @@ def test_predict_from_refuses_logs_of_other_documents(tmp_path):
     assert ok.exit_code == 0, ok.output
 
 
+def _write_new_logs(folder: Path, items, *, acc: float = 0.0, acc_norm: float = 1.0,
+                    extra_task: bool = False, shifted: str | None = None) -> None:
+    """A new model's logs of ``items`` that log acc and acc_norm (the source logs only acc);
+    ``shifted``: that document's hash names another document."""
+    folder.mkdir(parents=True)
+    wanted = set(map(str, items))
+    for task in TASKS:
+        docs = _docs(task)
+        rows = [{"doc_id": i, "filter": "none", "metrics": ["acc", "acc_norm"], "acc": acc,
+                 "acc_norm": acc_norm,
+                 "doc_hash": _doc_hash(docs[(i + 1) % N_DOCS] if f"{task}/{i}" == shifted
+                                       else docs[i])}
+                for i in range(N_DOCS) if f"{task}/{i}" in wanted]
+        if rows:
+            (folder / f"samples_{task}_{STAMP}.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in rows))
+    if extra_task:  # a task the source models were never run on
+        (folder / f"samples_other_task_{STAMP}.jsonl").write_text(
+            json.dumps({"doc_id": 0, "filter": "none", "acc": 1.0}) + "\n")
+
+
+def test_predict_reads_a_new_models_logs_as_the_source_logs_were_read(tmp_path):
+    """Refitting (predict DATA LOGDIR) and --from read the new logs alike: the source's
+    metric per task (not the new logs' automatic choice), its doc hashes, only its tasks."""
+    import coreval
+
+    _write_source_logs(tmp_path / "source")
+    source = read_lm_eval(tmp_path / "source")
+    runner = CliRunner()
+    # a seed whose coreset lies in one task: the new model is run on that task only
+    seed = next(s for s in range(50) if len({i.split("/")[0] for i in coreval.select(
+        source, "random+", budget=3, seed=s).coreset.items}) == 1)
+    coreset = coreval.select(source, "random+", budget=3, seed=seed).coreset.items
+    _write_new_logs(tmp_path / "new" / "org__new", coreset, extra_task=True)
+    csv = tmp_path / "zeros.csv"
+    csv.write_text("item,score\n" + "".join(f"{i},0\n" for i in coreset))
+    args = ["--method", "random+", "--budget", "3", "--seed", str(seed)]
+    res = runner.invoke(app, ["predict", str(tmp_path / "source"), str(csv), *args])
+    assert res.exit_code == 0, res.output
+    want = json.loads(res.output[res.output.index("{"):])
+    got = runner.invoke(app, ["predict", str(tmp_path / "source"), str(tmp_path / "new"),
+                              *args, "--tasks", ",".join(TASKS)])
+    assert got.exit_code == 0, got.output
+    assert json.loads(got.output[got.output.index("{"):])["score"] == want["score"]  # acc
+    # a document of another version of the task is refused on this path too
+    _write_new_logs(tmp_path / "bad" / "org__new", coreset, shifted=str(coreset[0]))
+    bad = runner.invoke(app, ["predict", str(tmp_path / "source"), str(tmp_path / "bad"),
+                              *args])
+    assert bad.exit_code == 2 and "doc_hash differs" in bad.output, bad.output
+    # --from: a --metric that differs from the source's is refused, not merged
+    sel = runner.invoke(app, ["select", str(tmp_path / "source"), *args, "--save",
+                              str(tmp_path / "sel")])
+    assert sel.exit_code == 0, sel.output
+    task = coreset[0].split("/")[0]
+    other = runner.invoke(app, ["predict", "--from", str(tmp_path / "sel"),
+                                str(tmp_path / "new"), "--metric", f"{task}=acc_norm"])
+    assert other.exit_code == 2 and "differs from the metric" in other.output, other.output
+    same = runner.invoke(app, ["predict", "--from", str(tmp_path / "sel"),
+                               str(tmp_path / "new"), "--metric", f"{task}=acc"])
+    assert same.exit_code == 0, same.output
+    assert json.loads(same.output[same.output.index("{"):])["score"] == want["score"]
+
+
+def test_read_lm_eval_refuses_unknown_metric_tasks_and_nan_scores(tmp_path):
+    _write_source_logs(tmp_path / "source", n_models=2)
+    with pytest.raises(ValidationError, match="coreval_tiny_x"):
+        read_lm_eval(tmp_path / "source", metric={"coreval_tiny_x": "acc"})
+    path = next((tmp_path / "source").rglob(f"samples_{TASKS[0]}_*.jsonl"))
+    lines = path.read_text().splitlines()
+    lines[3] = lines[3].replace('"acc": 1.0', '"acc": NaN').replace('"acc": 0.0', '"acc": NaN')
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValidationError, match="not a finite number"):
+        read_lm_eval(tmp_path / "source")
+
+
 def test_select_format_lm_eval_needs_lm_eval_ids(tmp_path):
     from coreval.data.simulate import simulate
 

@@ -160,13 +160,19 @@ def _budgets(value: str) -> list[float]:
     return out
 
 
-def _options(pairs: list[str] | None) -> dict[str, object]:
-    """``["degree=3", "scheme=mid"]`` → ``{"degree": 3, "scheme": "mid"}`` (Python literals or text)."""
+def _options(pairs: list[str] | None, reserved: tuple[str, ...] = ()) -> dict[str, object]:
+    """``["degree=3", "scheme=mid"]`` → ``{"degree": 3, "scheme": "mid"}`` (Python literals or text).
+
+    A key in ``reserved`` is set by the command's own flag (``--seed``, ``--calibration``,
+    ...) and is an error here, rather than a clash or a value quietly overridden.
+    """
     out: dict[str, object] = {}
     for pair in pairs or []:
         key, sep, text = pair.partition("=")
         if not sep or not key.strip():
             raise CorevalError(f"--option takes KEY=VALUE, got {pair!r}")
+        if key.strip() in reserved:
+            raise CorevalError(f"--option {key.strip()}: give it as --{key.strip()}")
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
@@ -174,6 +180,9 @@ def _options(pairs: list[str] | None) -> dict[str, object]:
         out[key.strip()] = value
     return out
 
+
+#: Options that predict and compare take as flags of their own.
+REFIT_FLAGS = ("method", "budget", "seed", "calibration")
 
 OptionsOpt = Annotated[list[str] | None, typer.Option(
     "--option", "-o", help="Method option KEY=VALUE, repeatable (e.g. -o degree=3); "
@@ -189,11 +198,15 @@ def _read_responses(path: Path, lm_eval: dict | None = None):
     """
     import pandas as pd
 
+    from coreval.data.tables import MISSING_SCORES
+
     if path.is_dir():
         return _logs_series(_read_one_model_logs(path, lm_eval))
     try:
         table = (pd.read_parquet(path) if path.suffix.lower() == ".parquet"
-                 else pd.read_csv(path, dtype={"item": str, "model": str}))
+                 else pd.read_csv(path, dtype={"item": str, "model": str},
+                                  keep_default_na=False,  # item ids such as "NA" are ids
+                                  na_values={"score": sorted(MISSING_SCORES)}))
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise CorevalError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
     if not {"item", "score"} <= set(table.columns):
@@ -231,6 +244,77 @@ def _read_one_model_logs(path: Path, lm_eval: dict | None):
                            f"({', '.join(map(str, logs.models[:3]))}); give one model's "
                            "folder")
     return logs
+
+
+def _source_logs_options(matrix, lm: dict) -> dict[str, object]:
+    """How ``matrix``'s lm-eval logs were read: each task's metric, the filter, doc hashes.
+
+    Empty when the matrix does not come from lm-eval logs.
+    """
+    meta = matrix.item_meta
+    if meta is None or not {"group", "metric"} <= set(meta.columns):
+        return {}
+    out: dict[str, object] = {
+        "metric": dict(zip(meta["group"].astype(str), meta["metric"].astype(str), strict=True)),
+        "filter": lm.get("filter")}
+    if "doc_hash" in meta.columns:
+        hashes = meta["doc_hash"].dropna()
+        out["doc_hash"] = {str(k): str(v) for k, v in hashes.items()}
+    return out
+
+
+def _same_metric(source: dict[str, str], given: object) -> dict[str, str]:
+    """The source's metric per task, with ``--metric`` allowed only where it agrees.
+
+    A new model scored with another metric than its source models (``acc`` against
+    ``acc_norm``) gives a wrong score, so a disagreement is an error.
+    """
+    if given is None:
+        return dict(source)
+    asked = given if isinstance(given, dict) else dict.fromkeys(source, given)
+    differ = [f"{t}: {asked[t]} (source: {source[t]})" for t in asked
+              if t in source and asked[t] != source[t]]
+    if differ:
+        raise CorevalError(f"--metric differs from the metric the source logs were read with "
+                           f"({'; '.join(differ[:3])}); the new model must be scored alike")
+    return {**source, **asked}
+
+
+def _read_new_logs(path: Path, source_lm: dict, lm: dict):
+    """A new model's lm-eval logs, read with the source's metric per task and filter.
+
+    Only the tasks in ``path`` are read (its logs usually hold just the coreset's tasks, so
+    ``--tasks`` of the source does not apply), and a document whose ``doc_hash`` differs
+    from the source's is an error.
+    """
+    from coreval.data.lm_eval import find_sample_files
+
+    if not source_lm:  # the source is no lm-eval matrix: read as asked
+        return _logs_series(_read_one_model_logs(path, {k: v for k, v in lm.items()
+                                                        if k != "tasks"}))
+    found = {f.task for f in find_sample_files(path)}
+    metric = _same_metric(source_lm.get("metric") or {}, lm.get("metric"))
+    given_filter, source_filter = lm.get("filter"), source_lm.get("filter")
+    if given_filter and source_filter and given_filter != source_filter:
+        raise CorevalError(f"--filter {given_filter!r} differs from the source logs' "
+                           f"{source_filter!r}")
+    tasks = sorted(t for t in found if t in metric)  # other tasks are not in the source
+    if not tasks:
+        raise CorevalError(f"{path}: no logs of the source's tasks ({', '.join(sorted(metric)[:5])})")
+    options: dict[str, object] = {"metric": {t: metric[t] for t in tasks}, "tasks": tasks}
+    if given_filter or source_filter:
+        options["filter"] = given_filter or source_filter
+    logs = _read_one_model_logs(path, options)
+    _check_doc_hashes(source_lm.get("doc_hash") or {}, logs, path)
+    return _logs_series(logs)
+
+
+def _new_model_responses(path: Path, source, lm: dict):
+    """A new model's responses to ``source``'s items: a CSV, or its lm-eval logs read as the
+    source's were (:func:`_read_new_logs`)."""
+    if path.is_dir():
+        return _read_new_logs(path, _source_logs_options(source, lm), lm)
+    return _read_responses(path, lm)
 
 
 def _logs_series(logs):
@@ -331,10 +415,11 @@ def compare(
     methods: Annotated[str, typer.Option(help="Comma-separated method names.")] = "random,random+",
     budget: Annotated[str, typer.Option(help="Comma-separated budgets; <1 fraction, >=1 count.")]
         = "0.05,0.1",
-    train_models: Annotated[str, typer.Option(
+    train_models: Annotated[str | None, typer.Option(
         "--train-models", help="Comma-separated numbers of source models; 'all' = the "
         "split's own number: every model outside the fold (kfold, lofo), all but the --holdout "
-        "share (random), 30 (binned).")] = "30",
+        "share (random), 30 (binned). [default: 30; all with kfold]",
+        show_default=False)] = None,
     seeds: Annotated[int, typer.Option(min=1, help="Seeds 0..n-1 (ignored by kfold: every fold "
                                        "runs).")] = 5,
     split: Annotated[str | None, typer.Option(
@@ -382,16 +467,17 @@ def compare(
     levels = {m.level for m in matrices.values()}
     if split is None:
         split = "kfold" if levels == {"benchmark"} else "binned"
+    if train_models is None:  # kfold's source is every model outside the fold
+        train_models = "all" if split == "kfold" else "30"
     n_source = [None if v == "all" else _count(v, "--train-models")
                 for v in _csv_list(train_models)]
-    if split == "kfold" and train_models == "30":
-        n_source = [None]
     # k-fold runs every fold (the split's seed is the fold index); other splits use seeds 0..n-1.
     seed_list = None if split == "kfold" else list(range(seeds))
     df = run_grid(matrices, _csv_list(methods), _budgets(budget), n_source=n_source,
                   seeds=seed_list, split=split, folds=folds, holdout=holdout, out=out,
                   n_jobs=n_jobs, scheduler=scheduler, retry_failed=retry_failed,
-                  method_options={m: {**_options(option), "calibration": calibration}
+                  method_options={m: {**_options(option, reserved=REFIT_FLAGS),
+                                      "calibration": calibration}
                                   for m in dict.fromkeys(_csv_list(methods))})
     typer.echo(format_summary(df))
     typer.echo(f"wrote {out}")
@@ -452,7 +538,8 @@ def select_cmd(
         from coreval.data.lm_eval import lm_eval_samples
 
         lm_eval_samples(matrix.items)  # ids that lm-eval cannot take: before the fit
-    fitted = select(matrix, method, budget, seed=seed, **_options(option))
+    fitted = select(matrix, method, budget, seed=seed,
+                    **_options(option, reserved=("method", "budget", "seed")))
     cs = fitted.coreset
     if save is not None:
         from coreval.saved_selection import save_selection
@@ -482,14 +569,12 @@ def _provenance(data: str, matrix, lm: dict, coreset_items) -> dict[str, object]
     """
     out: dict[str, object] = {"data": str(data), "name": matrix.name,
                               "n_models": int(matrix.n_models), "n_items": int(matrix.n_items)}
-    meta = matrix.item_meta
-    if lm or (meta is not None and {"group", "metric"} <= set(meta.columns)):
-        metrics = ({} if meta is None or "metric" not in meta.columns else
-                   dict(zip(meta["group"].astype(str), meta["metric"].astype(str), strict=True)))
-        out["lm_eval"] = {"metric": metrics, "filter": lm.get("filter")}
-        if meta is not None and "doc_hash" in meta.columns:
-            hashes = meta["doc_hash"].reindex(list(map(str, coreset_items))).dropna()
-            out["lm_eval"]["doc_hash"] = {str(k): str(v) for k, v in hashes.items()}
+    logs = _source_logs_options(matrix, lm)
+    if logs:
+        wanted = set(map(str, coreset_items))
+        logs["doc_hash"] = {k: v for k, v in (logs.get("doc_hash") or {}).items()
+                            if k in wanted}
+        out["lm_eval"] = logs
     return out
 
 
@@ -552,11 +637,13 @@ def predict_cmd(
         from coreval.api import select
 
         method = "random++" if method is None else method
-        series = _read_responses(responses, lm)
-        fitted = select(_load(data, data_dir, lm), method, 0.1 if budget is None else budget,
+        options = _options(option, reserved=REFIT_FLAGS)
+        source = _load(data, data_dir, lm)
+        series = _new_model_responses(responses, source, lm)
+        fitted = select(source, method, 0.1 if budget is None else budget,
                         seed=0 if seed is None else seed,
                         calibration="auto" if calibration is None else calibration,
-                        **_options(option))
+                        **options)
         try:
             pred = fitted.predict(series)
         except CorevalError as err:
@@ -571,7 +658,7 @@ def predict_cmd(
 
     # benchmarks on native scales have no common score range: only the source count is checked
     lower, upper = (result["lower"], result["upper"]) if "score" in result else (0.0, 0.0)
-    caveats = small_data_caveats(fitted.n_source, lower, upper)
+    caveats = small_data_caveats(fitted.n_source, lower, upper, fitted.score_range or (0.0, 0.0))
     for caveat in caveats:
         typer.echo(f"note: {caveat}", err=True)
     if caveats:
@@ -616,10 +703,7 @@ def _predict_saved(folder: Path, responses: Path, lm: dict):
     saved_lm = read_manifest(folder).get("provenance", {}).get("lm_eval") or {}
     fitted = load_selection(folder)
     if responses.is_dir():  # read with the metric of each task and the filter of the source
-        lm = {**{k: saved_lm[k] for k in ("metric", "filter") if saved_lm.get(k)}, **lm}
-        logs = _read_one_model_logs(responses, lm)
-        _check_doc_hashes(saved_lm.get("doc_hash") or {}, logs, responses)
-        series = _logs_series(logs)
+        series = _read_new_logs(responses, saved_lm, lm)
     else:
         series = _read_responses(responses, lm)
     result = {"method": fitted.method.name, "from": str(folder), "seed": fitted.seed,
@@ -724,7 +808,9 @@ def adapt_cmd(
     source = _load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
     exposure = None
     if responses is not None:
-        recorded = _read_responses(responses, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
+        recorded = _new_model_responses(
+            responses, source, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
+        recorded = recorded.dropna()  # a blank score is no recorded answer
         known = set(np.asarray(source.items).astype(str))
         unknown = [i for i in recorded.index if i not in known]
         if unknown:
@@ -818,7 +904,9 @@ def report_cmd(
     """
     from coreval.report.score_card import score_card
 
-    card = score_card(_load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), _read_responses(responses, _lm_eval_options(lm_metric, lm_filter, lm_tasks)), method=method,
+    lm = _lm_eval_options(lm_metric, lm_filter, lm_tasks)
+    source = _load(data, data_dir, lm)
+    card = score_card(source, _new_model_responses(responses, source, lm), method=method,
                       budget=budget, seed=seed, model_name=name, level=level, out=out)
     typer.echo(json.dumps(card.summary(), indent=2))
     typer.echo(f"score card written to {out}")

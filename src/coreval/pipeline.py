@@ -173,6 +173,9 @@ class FittedMethod:
         The method options they were fitted with (what :func:`fit_method` was given).
     budget : float or None
         The budget the coreset size came from (fraction or count), where known.
+    score_range : (float, float) or None
+        The range a full score of the source can take (:meth:`ScoreMatrix.score_range`),
+        against which an interval's width is judged; ``None`` where unknown.
     """
 
     method: Method
@@ -190,6 +193,7 @@ class FittedMethod:
     budget: float | None = None
     selection: Literal["method", "random"] = "method"
     selection_rmse: dict[str, float] | None = None
+    score_range: tuple[float, float] | None = None
 
     def responses_from(self, responses: Mapping[str, float] | pd.Series | np.ndarray) -> np.ndarray:
         """Align a new model's responses (by item id, or an array in coreset order) to the coreset."""
@@ -416,7 +420,8 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
                         cv_residuals=residuals, clip01=source.is_binary,
                         source_items=np.asarray(source.items).astype(str),
                         n_source=source.n_models, seed=seed, options=dict(options),
-                        budget=float(k), selection=used, selection_rmse=scores)
+                        budget=float(k), selection=used, selection_rmse=scores,
+                        score_range=source.score_range())
 
 
 def _fit_once(method: Method, source: ScoreMatrix, k: int, seed: int, cache: FitCache,

@@ -53,7 +53,7 @@ __all__ = ["ALLOWED_PACKAGES", "check_selection_folder", "is_saved_selection",
            "load_selection", "read_manifest", "save_selection"]
 
 FORMAT = "coreval-selection"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST = "selection.json"
 ARRAYS = "arrays.npz"
 #: Top-level packages whose classes a saved selection may name.
@@ -67,7 +67,8 @@ PICKLE_SUFFIXES: tuple[str, ...] = (".pkl", ".pickle", ".joblib", ".dill")
 _MANIFEST_KEYS = frozenset({
     "format", "format_version", "coreval_version", "method", "options", "seed", "budget",
     "k", "calibration", "clip01", "n_source", "source_items", "cv_residuals", "seconds",
-    "provenance", "coreset", "selector", "predictor", "selection", "selection_rmse"})
+    "provenance", "coreset", "selector", "predictor", "selection", "selection_rmse",
+    "score_range"})
 
 
 # ---------------------------------------------------------------- encoding
@@ -298,6 +299,8 @@ def save_selection(fitted: FittedMethod, path: str | os.PathLike, *,
             "calibration": fitted.calibration, "clip01": bool(fitted.clip01),
             "selection": fitted.selection, "selection_rmse": fitted.selection_rmse,
             "n_source": int(fitted.n_source),
+            "score_range": (None if fitted.score_range is None
+                            else [float(v) for v in fitted.score_range]),
             "source_items": writer.encode(
                 None if fitted.source_items is None else np.asarray(fitted.source_items,
                                                                     dtype=str),
@@ -422,5 +425,7 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
                           n_source=int(manifest["n_source"]), seed=int(manifest["seed"]),
                           options=options, budget=manifest.get("budget"),
                           selection=manifest["selection"],
-                          selection_rmse=manifest["selection_rmse"])
+                          selection_rmse=manifest["selection_rmse"],
+                          score_range=(None if manifest["score_range"] is None else
+                                       tuple(map(float, manifest["score_range"]))))
     return fitted

@@ -231,8 +231,7 @@ def _parse_samples(path: Path, metric: str, filter_name: str | None) -> pd.DataF
             value = obj[metric]
             if isinstance(value, bool):
                 value = float(value)
-            if not isinstance(value, int | float) or (isinstance(value, float)
-                                                       and math.isinf(value)):
+            if not isinstance(value, int | float) or not math.isfinite(value):
                 raise ValidationError(f"{path}: metric {metric!r} of doc {obj['doc_id']} is not "
                                       f"a finite number: {str(value)[:40]}")
             rows.append((str(obj["doc_id"]), obj.get("filter"), float(value),
@@ -364,6 +363,11 @@ def read_lm_eval(directory: str | os.PathLike, metric: str | Mapping[str, str] =
         if unknown:
             raise ValidationError(f"tasks not found under {root}: {preview(unknown)} "
                                   f"(found: {preview(found)})")
+    if isinstance(metric, Mapping):  # a misspelt task would quietly get the automatic metric
+        stray = [t for t in metric if t not in task_order]
+        if stray:
+            raise ValidationError(f"metric names tasks that are not read from {root}: "
+                                  f"{preview(stray)} (read: {preview(task_order)})")
     newest: dict[tuple[str, str], SampleFile] = {}
     for sample in files:
         if sample.task not in task_order:

@@ -253,6 +253,12 @@ class ScoreMatrix:
             ]
         return np.nanmean(np.column_stack(per_group), axis=1)
 
+    def score_range(self) -> tuple[float, float]:
+        """The range a full score can take: (0, 1) for scores in [0, 1], else the observed
+        minimum and maximum (native scales, e.g. 0-100 or ratings)."""
+        lo, hi = float(np.nanmin(self.values)), float(np.nanmax(self.values))
+        return (0.0, 1.0) if self.is_binary or (lo >= 0 and hi <= 1) else (lo, hi)
+
     def item_weights(self, *, by_group: bool = True) -> np.ndarray:
         """Weights ``w`` (summing to 1) with summary score = ``Y @ w`` on complete rows."""
         groups = self.groups if by_group else None

@@ -333,11 +333,7 @@ def score_card(source: ScoreMatrix, responses: Mapping[str, float] | pd.Series |
     if fitted.method.task != "score":
         raise ValidationError(f"method {fitted.method.name!r} imputes benchmarks; a score card "
                               "needs a method that predicts the full score")
-    if isinstance(responses, Mapping | pd.Series):
-        series = pd.Series(responses, dtype=float)
-        series.index = series.index.astype(str)
-        wanted = set(fitted.coreset.items.astype(str))
-        responses = series[[i in wanted for i in series.index]]
+    # unknown item ids are an error, responses outside the coreset a warning (as in predict)
     x = np.asarray(fitted.responses_from(responses), float).reshape(1, -1)
     notes: list[str] = []
     # the method's own interval (calibration="cv" included), as `coreval predict` gives it
@@ -357,10 +353,8 @@ def score_card(source: ScoreMatrix, responses: Mapping[str, float] | pd.Series |
                      "interval")
     notes.append(f"reference models: {source.n_models} source models of {source.name or 'the data'}"
                  "; their scores are treated as exact")
-    lo, hi = (float(np.nanmin(source.values)), float(np.nanmax(source.values)))
-    score_range = (0.0, 1.0) if source.is_binary or (lo >= 0 and hi <= 1) else (lo, hi)
     notes[:0] = [f"**caution**: {c}" for c in small_data_caveats(
-        source.n_models, float(pred.lower[0]), float(pred.upper[0]), score_range)]
+        source.n_models, float(pred.lower[0]), float(pred.upper[0]), source.score_range())]
     card = ScoreCard(model=model_name, dataset=source.name or "benchmark",
                      method=fitted.method.name, k=len(fitted.coreset), n_items=source.n_items,
                      n_reference=source.n_models, prediction=pred, uncertainty=uncertainty,
