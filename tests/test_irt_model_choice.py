@@ -100,3 +100,20 @@ def test_auto_priors_score_both_families_and_pick_signed_on_reversed_items() -> 
     both, errors = resolve_irt_model(source, FAST.replace(model="auto", priors="auto"))
     assert set(errors) == {"2pl/hierarchical", "2pl/signed", "3pl/hierarchical", "3pl/signed"}
     assert both.priors in ("hierarchical", "signed") and both.model in ("2pl", "3pl")
+
+
+def test_validation_bias_compares_means_over_the_same_items():
+    """With missing answers the predicted and observed means cover the items each validation
+    model answered; the predicted mean over every odd item read missing easy items as bias."""
+    from coreval.data.simulate import simulate
+
+    sim = simulate(40, 60, seed=2)
+    spec = FAST.replace(model="2pl")
+    full = validation_bias(sim.matrix, spec, seed=0)
+    y, p = sim.matrix.values.copy(), sim.params["p"]
+    odd = np.arange(1, 60, 2)
+    for r in range(0, 40, 5):  # the validation models' 15 easiest odd items are not logged
+        y[r, odd[np.argsort(-p[r, odd])[:15]]] = np.nan
+    missing = ScoreMatrix(y, models=sim.matrix.models, items=sim.matrix.items)
+    # 0.078 complete, 0.090 with the gaps (0.166 when the means covered different items)
+    assert validation_bias(missing, spec, seed=0) < 1.5 * full

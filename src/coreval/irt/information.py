@@ -109,7 +109,7 @@ def _weight(theta, a, d, c):
     """The scalar factor ``w`` with information ``a a^T w`` (per person and item).
 
     2PL: ``w = P Q`` (Lord 1980, ch. 5). 3PL: ``w = (Q / P) ((P - c) / (1 - c))^2``
-    (Birnbaum 1968), which equals ``P* Q (P - c) / P`` with
+    (Birnbaum 1968), which equals ``P* Q (P - c) / ((1 - c) P)`` with
     ``P* = sigmoid(z)``; this form stays finite where ``P`` underflows.
     """
     xp, z, multidim, a, c = _linear(theta, a, d, c)

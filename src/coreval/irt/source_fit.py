@@ -202,7 +202,7 @@ def validation_bias(source: ScoreMatrix, spec: IRTFitSpec, *, seed: int = 0,
     on the source models except every 5th (rows 0, 5, 10, ...); for each of those
     validation models, estimate the ability on the even-numbered items and
     compare the mean predicted correctness on the odd-numbered items with the
-    observed mean there.
+    observed mean there (both over the items the model answered).
 
     Parameters
     ----------
@@ -236,8 +236,12 @@ def validation_bias(source: ScoreMatrix, spec: IRTFitSpec, *, seed: int = 0,
     c_unseen = None if c is None else c[unseen]
     theta = estimate_abilities(values[np.ix_(val_rows, seen)], a[seen], d[seen], c_seen,
                                bounds=theta_bounds)
-    predicted = logistic_icc(theta, a[unseen], d[unseen], c_unseen).mean(axis=1)
-    observed = np.nanmean(values[np.ix_(val_rows, unseen)], axis=1)
-    return float(np.mean(np.abs(predicted - observed)))
+    truth = values[np.ix_(val_rows, unseen)]
+    answered = ~np.isnan(truth)  # both means over the items each model answered
+    p_hat = logistic_icc(theta, a[unseen], d[unseen], c_unseen)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        predicted = np.where(answered, p_hat, 0.0).sum(axis=1) / answered.sum(axis=1)
+        observed = np.where(answered, truth, 0.0).sum(axis=1) / answered.sum(axis=1)
+    return float(np.nanmean(np.abs(predicted - observed)))
 
 
