@@ -90,8 +90,13 @@ def _fit(name, source, k, seed, cache, **options):
     return fit_method(get_method(name), source, k, seed=seed, cache=cache, **options)
 
 
-def method_row(name, source, target, k, seed, cache, label=None, n_rows=None, **options):
-    """Fit ``name`` on the source models and score the (first ``n_rows``) targets."""
+def method_row(name, source, target, k, seed, cache, label=None, n_rows=None, cap=None,
+               **options):
+    """Fit ``name`` on the source models and score the (first ``n_rows``) targets.
+
+    ``cap``: the tests' item limit; the row's ``capped`` is the share of tests that ran
+    into it instead of stopping on their interval.
+    """
     t0 = time.perf_counter()
     fitted = _fit(name, source, k, seed, cache, **options)
     rows = target.values[:n_rows, fitted.coreset.indices]
@@ -102,12 +107,14 @@ def method_row(name, source, target, k, seed, cache, label=None, n_rows=None, **
     if hasattr(predictor, "asked_"):
         extra["max_exposure"] = float(predictor.asked_.mean(axis=0).max())
         extra["tau_misfit"] = float(predictor.tau_)
+    if cap is not None:
+        extra["capped"] = float(np.mean(np.asarray(used) >= cap))
     return fitted, _metrics(label or name, target.summary_scores()[:len(rows)], pred.mean,
                             pred.lower, pred.upper, np.mean(used),
                             time.perf_counter() - t0, **extra)
 
 
-def random_order_row(bank, target, stop, seed, n_rows, label):
+def random_order_row(bank, target, stop, seed, n_rows, label, cap=None):
     """Items in random order, read through ``bank``'s posterior (with its τ)."""
     from coreval.adaptive import AdaptiveTest
 
@@ -121,8 +128,9 @@ def random_order_row(bank, target, stop, seed, n_rows, label):
         lowers.append(pred.lower[0])
         uppers.append(pred.upper[0])
         used.append(test.state.n_asked)
+    extra = {} if cap is None else {"capped": float(np.mean(np.asarray(used) >= cap))}
     return _metrics(label, target.summary_scores()[:len(means)], means, lowers, uppers,
-                    np.mean(used), time.perf_counter() - t0)
+                    np.mean(used), time.perf_counter() - t0, **extra)
 
 
 def sample_mean_width_row(target, width, seed, n_rows, level=0.9, label="mean@width"):
@@ -176,6 +184,18 @@ def start_spread(name, source, target, k, seed, cache, starts, n_rows, tau):
     return {"start_sd": 100 * float(est.std(axis=0, ddof=1).mean()), "flips": float(flips)}
 
 
+def _items_ratio(test, other) -> str:
+    """Items ``test`` asked over the items ``other`` asked, where every test reached the width.
+
+    Tests that ran into the half-bank cap did not reach the width, so a mean over them is
+    no number of items needed; the ratio is then left out with the share capped.
+    """
+    capped = max(float(np.nan_to_num(row.get("capped", 0.0))) for row in (test, other))
+    if capped > 0:
+        return f"— ({100 * capped:.0f} % capped)"
+    return f"{test['items'] / other['items']:.2f}"
+
+
 def width_rows(matrix, source, target, k, seed, cache, args) -> list[dict]:
     """The width-stopped rows: cat-score, random order through its bank, the sample mean.
 
@@ -188,11 +208,11 @@ def width_rows(matrix, source, target, k, seed, cache, args) -> list[dict]:
     cap = max(k, matrix.n_items // 2)
     fitted, score = method_row("cat-score", source, target, cap, seed, cache,
                                label="cat-score@width", n_rows=args.width_targets,
-                               width=args.width)
+                               cap=cap, width=args.width)
     stop = any_of(score_width(args.width), max_items(cap))
     return [score,
             random_order_row(fitted.predictor.bank_, target, stop, seed, args.width_targets,
-                             "cat-random@width"),
+                             "cat-random@width", cap=cap),
             sample_mean_width_row(target, args.width, seed, args.width_targets)]
 
 
@@ -524,10 +544,10 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
             lines += [f"Width stop at {100 * args.width:g} pp: cat-score asks "
                       f"{a['items']:.1f} items (coverage {a['coverage90']:.2f}); a random "
                       f"static sample with the sample mean {s['items']:.1f} (coverage "
-                      f"{s['coverage90']:.2f}): ratio **{a['items'] / s['items']:.2f}**; "
+                      f"{s['coverage90']:.2f}): ratio **{_items_ratio(a, s)}**; "
                       f"random order read through the IRT posterior {r['items']:.1f} "
                       f"(coverage {r['coverage90']:.2f}): ratio "
-                      f"**{a['items'] / r['items']:.2f}**.", ""]
+                      f"**{_items_ratio(a, r)}**.", ""]
             widths.append({"dataset": dataset, "score": a, "random": r, "mean": s})
     lines += ["## Summary: best adaptive / best static RMSE", "",
               "| dataset | budget | seeds | ratio | best adaptive (coverage) | best static |",
@@ -562,9 +582,9 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
                   f"| {_cell(100 * w['score'].get('tau_misfit', np.nan), '.2f')} "
                   f"| {w['mean']['items']:.1f} "
                   f"({w['mean']['coverage90']:.2f}) "
-                  f"| {w['score']['items'] / w['mean']['items']:.2f} "
+                  f"| {_items_ratio(w['score'], w['mean'])} "
                   f"| {w['random']['items']:.1f} ({w['random']['coverage90']:.2f}) "
-                  f"| {w['score']['items'] / w['random']['items']:.2f} |" for w in widths]
+                  f"| {_items_ratio(w['score'], w['random'])} |" for w in widths]
         lines += ["", "A test stops at the first answer after which its interval is "
                   f"{100 * args.width:g} pp wide, or at half the bank; a mean width above "
                   f"{100 * args.width:g} pp means the tests ran into that cap. What keeps the "

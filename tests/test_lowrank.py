@@ -736,3 +736,49 @@ def test_evaluate_probes_counts_revealed_cells_at_zero_error(rng):
 
     with pytest.raises(ValidationError, match="without a prediction"):
         evaluate_probes(values, [1, 2], nan_rows, group_size=5)
+
+
+def test_evaluate_probes_ranking_counts_every_pair_of_the_completed_leaderboard(rng):
+    """The authors' measure: all pairs >= margin apart, the revealed probe scores included;
+    rank_acc_hidden keeps only the pairs with a hidden cell. Brute force over the leaderboard
+    a column-mean completer gives."""
+    from coreval.harness.cells import Completion, evaluate_probes
+
+    _, values = simulate(rng, n_rows=12, n_cols=6)
+
+    def column_means(tr):
+        mean = np.broadcast_to(np.nanmean(tr, axis=0), tr.shape).copy()
+        nan = np.full_like(mean, np.nan)
+        return Completion(mean, nan, nan, "none")
+
+    probes, margin = [0, 1, 3, 4], 5.0
+    res = evaluate_probes(values, probes, column_means, margin=margin)
+    observed = ~np.isnan(values)
+    hidden = observed.copy()
+    hidden[:, probes] = False
+    completed = values.copy()
+    for i in range(values.shape[0]):  # model i reveals only its probes
+        train = values.copy()
+        train[i] = np.where(hidden[i], np.nan, values[i])
+        completed[i] = np.where(hidden[i], np.nanmean(train, axis=0), values[i])
+    want = {"all": [], "hidden": []}
+    for col in range(values.shape[1]):
+        rows = np.flatnonzero(observed[:, col])
+        ok = {"all": [0, 0], "hidden": [0, 0]}
+        for a in range(len(rows)):
+            for b in range(a + 1, len(rows)):
+                i, j = rows[a], rows[b]
+                gap = values[i, col] - values[j, col]
+                if abs(gap) < margin:
+                    continue
+                right = np.sign(completed[i, col] - completed[j, col]) == np.sign(gap)
+                for kind in ("all", "hidden") if hidden[i, col] or hidden[j, col] else ("all",):
+                    ok[kind][0] += 1
+                    ok[kind][1] += right
+        for kind in want:
+            if ok[kind][0]:
+                want[kind].append(ok[kind][1] / ok[kind][0])
+    assert res["rank_acc"] == pytest.approx(np.median(want["all"]))
+    assert res["rank_acc_hidden"] == pytest.approx(np.median(want["hidden"]))
+    # the probe columns are exact; a column's mean without the model ranks it backwards
+    assert res["rank_acc"] == 1.0 and res["rank_acc_hidden"] == 0.0

@@ -262,10 +262,12 @@ def evaluate_probes(values: np.ndarray, probes: list[int], completer: Completer,
     dict
         ``medae`` over every observed cell with the revealed probe cells at zero error (the
         authors' convention), ``medae_hidden`` over the non-probe cells only, ``n_cells``,
-        ``n_hidden``, ``rank_acc`` (margin pairs with at least one hidden cell, per benchmark,
-        median over benchmarks; each leaderboard uses the revealed probe scores and the
-        predictions of the hidden cells) and ``rank_acc_pooled`` (over all pairs), and
-        ``seconds`` per completion.
+        ``n_hidden``, ``rank_acc`` (the authors' ranking measure: every pair of models at
+        least ``margin`` apart on a benchmark, ordered by the completed leaderboard of the
+        revealed probe scores and the predicted hidden cells; per benchmark, median over
+        benchmarks) and ``rank_acc_pooled`` (those pairs pooled over benchmarks),
+        ``rank_acc_hidden`` and ``rank_acc_hidden_pooled`` (only the pairs with a hidden
+        cell, the stricter measure), and ``seconds`` per completion.
     """
     values = np.asarray(values, dtype=np.float64)
     observed = ~np.isnan(values)
@@ -291,18 +293,18 @@ def evaluate_probes(values: np.ndarray, probes: list[int], completer: Completer,
         raise ValidationError(f"the completion left {int(np.isnan(predicted[hidden]).sum())} "
                               "hidden cells without a prediction (NaN)")
     err = np.abs(predicted - values)
-    n_pairs = n_ok = 0
-    acc = []
-    for col in range(values.shape[1]):
-        models = np.flatnonzero(observed[:, col])
-        n, ok = ranking_pairs(values[models, col], predicted[models, col],
-                              hidden[models, col], margin)
-        n_pairs, n_ok = n_pairs + n, n_ok + ok
-        if n > 0:
-            acc.append(ok / n)
+    ranking = {}
+    for name, scored in (("rank_acc", observed), ("rank_acc_hidden", hidden)):
+        # every pair counts (scored = observed), or only pairs with a hidden cell
+        pairs = [ranking_pairs(values[rows_c, col], predicted[rows_c, col],
+                               scored[rows_c, col], margin)
+                 for col in range(values.shape[1])
+                 for rows_c in [np.flatnonzero(observed[:, col])]]
+        acc = [ok / n for n, ok in pairs if n > 0]
+        n_pairs, n_ok = sum(n for n, _ in pairs), sum(ok for _, ok in pairs)
+        ranking[name] = float(np.median(acc)) if acc else float("nan")
+        ranking[f"{name}_pooled"] = n_ok / n_pairs if n_pairs else float("nan")
     return {"medae": float(np.median(err[observed])),
             "medae_hidden": float(np.median(err[hidden])),
             "n_cells": int(observed.sum()), "n_hidden": int(hidden.sum()),
-            "rank_acc": float(np.median(acc)) if acc else float("nan"),
-            "rank_acc_pooled": n_ok / n_pairs if n_pairs else float("nan"),
-            "seconds": float(np.mean(seconds))}
+            **ranking, "seconds": float(np.mean(seconds))}

@@ -86,7 +86,8 @@ def greedy_probe_search(values: np.ndarray, k: int, completer: Completer, *,
         Columns the probes may come from (default: all), e.g. a low-cost allowlist.
     objective : {"medae", "rank_acc"}
         Minimise the MedAE (revealed probe cells at zero error, the authors' convention) or
-        maximise the margin pairwise ranking accuracy (median over benchmarks).
+        maximise the margin pairwise ranking accuracy (the authors' measure: every pair
+        of the completed leaderboard, median over benchmarks).
     group_size, margin
         As in :func:`~coreval.harness.cells.evaluate_probes`.
     n_jobs : int
