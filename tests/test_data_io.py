@@ -478,3 +478,88 @@ def test_predict_from_a_new_models_lm_eval_folder(tmp_path):
     assert 0 <= out["lower"] <= out["score"] <= out["upper"] <= 1
     two = CliRunner().invoke(app, ["predict", str(tmp_path / "source"), str(tmp_path / "source")])
     assert two.exit_code == 2 and "logs of 7 models" in two.output
+
+
+# --------------------------------------------------------- tables that used to shift or break
+def test_csv_with_one_field_more_per_row_than_the_header_is_refused(tmp_path):
+    """R's write.table writes no name over the row ids; pandas would silently make the ids
+    the index and read every column one to the left."""
+    from coreval.data.io import load_matrix
+
+    path = tmp_path / "r.csv"
+    path.write_text('"a","b","c"\n"m1",0.1,0.2,0.3\n"m2",0.4,0.5,0.6\n"m3",0.7,0.8,0.95\n')
+    with pytest.raises(ValidationError, match="rows have 4 fields but the header names 3"):
+        load_matrix(path)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_long_round_trip_keeps_the_order_of_ids_and_cells(tmp_path, suffix):
+    from coreval.data.io import load_matrix, save_matrix
+    from coreval.data.matrix import ScoreMatrix
+
+    m = ScoreMatrix(np.array([[np.nan, .2, .3], [.4, .5, np.nan], [.7, np.nan, .9]]),
+                    models=["m0", "m1", "m2"], items=["a", "b", "c"])
+    save_matrix(m, tmp_path / f"long{suffix}", layout="long")
+    back = load_matrix(tmp_path / f"long{suffix}")
+    assert list(back.items) == ["a", "b", "c"] and list(back.models) == ["m0", "m1", "m2"]
+    np.testing.assert_array_equal(back.values, m.values)
+
+
+def test_pattern_table_reads_alike_from_csv_and_parquet_with_a_missing_answer(tmp_path):
+    from coreval.data.io import load_matrix
+
+    (tmp_path / "pat.csv").write_text("i1,i2,i3,freq\n0,0,1,3\n1,NA,0,2\n1,1,1,4\n")
+    pd.DataFrame({"i1": [0, 1, 1], "i2": [0, None, 1], "i3": [1, 0, 1], "freq": [3, 2, 4]}
+                 ).to_parquet(tmp_path / "pat.parquet", index=False)
+    csv, parquet = load_matrix(tmp_path / "pat.csv"), load_matrix(tmp_path / "pat.parquet")
+    assert csv.shape == parquet.shape == (9, 3)
+    np.testing.assert_array_equal(csv.values, parquet.values)
+
+
+def test_csv_keeps_item_columns_named_like_missing_values(tmp_path):
+    from coreval.data.io import load_matrix, save_matrix
+    from coreval.data.matrix import ScoreMatrix
+
+    m = ScoreMatrix(np.array([[1., 0.], [0., 1.]]), models=["m1", "m2"], items=["NA", "null"])
+    save_matrix(m, tmp_path / "na.csv")
+    assert list(load_matrix(tmp_path / "na.csv").items) == ["NA", "null"]
+
+
+def test_bad_ids_features_and_columns_give_clear_errors(tmp_path):
+    from coreval.data.io import load_matrix
+    from coreval.data.item_features import item_features
+    from coreval.data.matrix import ScoreMatrix
+    from coreval.data.npz import read_npz
+
+    with pytest.raises(ValidationError, match="model ids are missing"):
+        ScoreMatrix(np.eye(2), models=["a", None], items=["x", "y"])
+    with pytest.raises(ValidationError, match="item ids are missing"):
+        ScoreMatrix(np.eye(2), items=["x", np.nan])
+    np.savez(tmp_path / "g.npz", Y=np.eye(2), models=np.array([["a", "b"]]),
+             items=np.array(["x/0", "x/1"]))
+    with pytest.raises(ValidationError, match="one-dimensional"):
+        read_npz(tmp_path / "g.npz")
+    (tmp_path / "ss.csv").write_text("model,item,score,Score\nm1,a,1,0\nm2,a,0,1\n")
+    with pytest.raises(ValidationError, match="several columns read as"):
+        load_matrix(tmp_path / "ss.csv")
+    for column, message in ((["high", "low"], "feat_a hold non-numeric"),
+                            ([np.inf, 1.0], "1 inf and 0 NaN")):
+        m = ScoreMatrix(np.array([[1., 0.], [0., 1.]]), item_meta=pd.DataFrame(
+            {"feat_a": column}, index=["item0", "item1"]))
+        with pytest.raises(ValidationError, match=message):
+            item_features(m)
+
+
+def test_response_store_ids_and_parquet_columns(tmp_path):
+    from coreval.responses.store import ResponseStore
+
+    with pytest.raises(ValidationError, match="have no model id"):
+        ResponseStore.from_records([(None, "q1", "r"), ("m2", "q1", "r")])
+    pd.DataFrame({"model": ["m1", "m2"], "item": [0, 1], "out": ["a", "b"]}).to_parquet(
+        tmp_path / "resp.parquet", index=False)
+    with pytest.raises(ValidationError, match="no column"):
+        ResponseStore.from_parquet(tmp_path / "resp.parquet")
+    pd.DataFrame({"model": [1, 2], "item": [0.0, 1.0], "output": ["a", "b"]}).to_parquet(
+        tmp_path / "num.parquet", index=False)
+    got = ResponseStore.from_parquet(tmp_path / "num.parquet", models=["1"], queries=["0"])
+    assert len(got.frame) == 1 and got.frame["response"].iloc[0] == "a"

@@ -15,10 +15,11 @@ Selection with Cognitive Scales Embeddings" (arXiv:2510.26384).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from sklearn.neighbors import KNeighborsRegressor
 
 from coreval.data.matrix import ScoreMatrix
-from coreval.errors import ValidationError
+from coreval.errors import ValidationError, preview
 
 
 def item_features(source: ScoreMatrix, features=None, prefix: str = "feat_",
@@ -31,7 +32,10 @@ def item_features(source: ScoreMatrix, features=None, prefix: str = "feat_",
     names : list of str
     """
     if features is not None:
-        F = np.asarray(features, dtype=float)
+        try:
+            F = np.asarray(features, dtype=float)
+        except (TypeError, ValueError):
+            raise ValidationError("features must be numbers") from None
         if F.ndim != 2 or F.shape[0] != source.n_items:
             raise ValidationError(f"features must have shape ({source.n_items}, n_features), "
                                   f"got {F.shape}")
@@ -42,10 +46,16 @@ def item_features(source: ScoreMatrix, features=None, prefix: str = "feat_",
         if not cols:
             raise ValidationError(f"no item features: pass `features` or add item_meta columns "
                                   f"prefixed {prefix!r} (this matrix has no item text)")
-        F = meta[cols].to_numpy(dtype=float)
+        numeric = meta[cols].apply(pd.to_numeric, errors="coerce")
+        bad = [c for c in cols if (numeric[c].isna() & meta[c].notna()).any()]
+        if bad:
+            raise ValidationError(f"item feature columns {preview(bad, 5)} hold non-numeric "
+                                  "values")
+        F = numeric.to_numpy(dtype=float, na_value=np.nan)
         names = [str(c) for c in cols]
-    if np.isinf(F).any() or (not allow_missing and np.isnan(F).any()):
-        raise ValidationError(f"item features contain NaN or inf ({int(np.isnan(F).sum())} NaN)")
+    n_inf, n_nan = int(np.isinf(F).sum()), int(np.isnan(F).sum())
+    if n_inf or (not allow_missing and n_nan):
+        raise ValidationError(f"item features contain {n_inf} inf and {n_nan} NaN values")
     return F, names
 
 

@@ -364,10 +364,10 @@ def read_lm_eval(directory: str | os.PathLike, metric: str | Mapping[str, str] =
             raise ValidationError(f"tasks not found under {root}: {preview(unknown)} "
                                   f"(found: {preview(found)})")
     if isinstance(metric, Mapping):  # a misspelt task would quietly get the automatic metric
-        stray = [t for t in metric if t not in task_order]
+        stray = [t for t in metric if t not in found]
         if stray:
-            raise ValidationError(f"metric names tasks that are not read from {root}: "
-                                  f"{preview(stray)} (read: {preview(task_order)})")
+            raise ValidationError(f"metric names tasks that are not under {root}: "
+                                  f"{preview(stray)} (found: {preview(found)})")
     newest: dict[tuple[str, str], SampleFile] = {}
     for sample in files:
         if sample.task not in task_order:

@@ -20,10 +20,14 @@ IdSelector = Sequence[str] | Sequence[int] | np.ndarray | None
 def _as_ids(ids, n: int, what: str) -> np.ndarray:
     if ids is None:
         return np.array([f"{what}{i}" for i in range(n)], dtype=object)
-    arr = np.asarray(ids).astype(str).astype(object)
-    if arr.ndim != 1:
-        raise ValidationError(f"{what} ids must be one-dimensional, got shape {arr.shape}")
-    return arr
+    raw = np.asarray(ids, dtype=object)
+    if raw.ndim != 1:
+        raise ValidationError(f"{what} ids must be one-dimensional, got shape {raw.shape}")
+    missing = np.flatnonzero(pd.isna(raw))
+    if missing.size:  # str() would turn them into the ids "None" and "nan"
+        raise ValidationError(f"{what} ids are missing (None or NaN) at positions "
+                              f"{preview(missing.tolist(), 5)}")
+    return np.asarray(ids).astype(str).astype(object)
 
 
 def _warn_stray_values(values: np.ndarray, models: np.ndarray, items: np.ndarray) -> None:

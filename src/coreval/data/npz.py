@@ -65,6 +65,10 @@ def read_npz(path: str | os.PathLike, *, name: str | None = None, level: Level |
             values = np.asarray(data["Y"], dtype=np.float64)
             models = data["models"].astype(str)
             items = data["items"].astype(str)
+            flat = [key for key, ids in (("models", models), ("items", items)) if ids.ndim != 1]
+            if flat:
+                raise ValidationError(f"{path.name}: {' and '.join(flat)} must be "
+                                      "one-dimensional arrays of ids")
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         if isinstance(exc, ValidationError):
             raise

@@ -63,13 +63,22 @@ def read_table(path: str | os.PathLike) -> pd.DataFrame:
         if suffix == ".csv":
             # Read every cell as text so ids keep their spelling ("007" stays "007");
             # scores are converted (and checked) later by _numeric.
-            header = pd.read_csv(path, header=None, nrows=1, dtype=str).iloc[0]
-            names = header.fillna("").str.strip()
+            header = pd.read_csv(path, header=None, nrows=1, dtype=str,
+                                 keep_default_na=False).iloc[0]  # a column "NA" is a name
+            names = header.str.strip()
             dup = names[names.duplicated()].unique()
             if len(dup):
                 raise ValidationError(f"{path.name}: duplicate column names "
                                       f"{preview(list(dup), 5)} (each column needs its own name)")
-            return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
+            if not isinstance(frame.index, pd.RangeIndex):
+                # pandas makes the first field the row index when every row has one field
+                # more than the header (R's write.table; trailing commas): columns shift
+                raise ValidationError(
+                    f"{path.name}: the rows have {len(names) + frame.index.nlevels} fields "
+                    f"but the header names {len(names)}; name every column (the model id "
+                    "column too) or remove trailing commas")
+            return frame
         frame = pd.read_parquet(path)
         # pandas stores a frame's index in the file and restores it. A named or non-integer
         # index (the model ids of ScoreMatrix.to_frame()) becomes a column again; an
@@ -132,6 +141,10 @@ def frame_to_matrix(frame: pd.DataFrame, *, long: bool | None = None, name: str 
         rename = {c: str(c).strip().lower() for c in frame.columns
                   if str(c).strip().lower() in LONG_COLUMNS}
         frame = frame.rename(columns=rename)
+        clash = [c for c in LONG_COLUMNS if list(frame.columns).count(c) > 1]
+        if clash:
+            raise ValidationError(f"{where}: several columns read as {clash} (names are "
+                                  "matched without case or spaces); keep one of each")
         missing = [c for c in LONG_COLUMNS if c not in frame.columns]
         if missing:
             raise ValidationError(f"{where}: long table lacks columns {missing}")
@@ -217,6 +230,9 @@ def is_response_patterns(frame: pd.DataFrame, freq_column: str = "freq") -> bool
     if freq is None or frame.shape[1] < 2:
         return False
     raw = frame.drop(columns=[freq])
+    # missing-value tokens (NA, null, ...) are missing answers, as _numeric reads them
+    raw = raw.apply(lambda col: col if pd.api.types.is_numeric_dtype(col) else col.where(
+        col.isna() | ~col.astype(str).str.strip().isin(MISSING_SCORES), None))
     items = raw.apply(pd.to_numeric, errors="coerce")
     if (items.isna() & raw.notna()).to_numpy().any() or items.isna().to_numpy().all():
         return False  # a non-numeric column (e.g. model ids): not a pattern table
@@ -285,7 +301,9 @@ def matrix_to_frame(matrix: ScoreMatrix, layout: Layout = "wide") -> pd.DataFram
         frame.columns = frame.columns.astype(str)
         return frame.reset_index()
     if layout == "long":
-        rows, cols = np.nonzero(matrix.observed)
+        # every cell (unobserved: no score), so the reader's first-appearance order of the
+        # ids is the matrix's order
+        rows, cols = np.indices(matrix.shape).reshape(2, -1)
         return pd.DataFrame({"model": matrix.models[rows].astype(str),
                              "item": matrix.items[cols].astype(str),
                              "score": matrix.values[rows, cols]})
@@ -303,7 +321,7 @@ def write_table(matrix: ScoreMatrix, path: str | os.PathLike, *,
         Target file ending in ``.csv`` or ``.parquet``.
     layout : {"wide", "long"}
         Wide: one row per model (unobserved = empty cell). Long: one row per
-        observed entry with columns ``model``, ``item``, ``score``.
+        cell with columns ``model``, ``item``, ``score`` (unobserved = empty score).
 
     Returns
     -------

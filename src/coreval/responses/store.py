@@ -36,8 +36,14 @@ def _as_column_type(path: str | Path, column: str, ids: Sequence[str | int]) -> 
         try:
             return [int(q) for q in ids]
         except ValueError:
-            raise ValidationError(f"query ids must be integers for the integer column "
+            raise ValidationError(f"ids must be integers for the integer column "
                                   f"{column!r} of {path}") from None
+    if pa.types.is_floating(field.type):
+        try:
+            return [float(q) for q in ids]
+        except ValueError:
+            raise ValidationError(f"ids must be numbers for the numeric column {column!r} of "
+                                  f"{path}") from None
     if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
         return [str(q) for q in ids]
     return list(ids)
@@ -70,6 +76,11 @@ class ResponseStore:
         if missing:
             raise ValidationError(f"response table lacks columns: {preview(sorted(missing))}")
         frame = self.frame[["model", "query", "response"]].copy()
+        for col in ("model", "query"):
+            empty = frame[col].isna() | (frame[col].astype(str).str.strip() == "")
+            if empty.any():
+                raise ValidationError(f"{int(empty.sum())} responses have no {col} id (rows "
+                                      f"{preview(np.flatnonzero(empty.to_numpy()).tolist(), 5)})")
         if frame["response"].isna().any():
             bad = frame.loc[frame["response"].isna(), ["model", "query"]].head(3)
             pairs = [f"({m}, {q})" for m, q in bad.itertuples(index=False)]
@@ -94,16 +105,28 @@ class ResponseStore:
         Only the requested models / queries are read (pyarrow filters), so a
         run loads just what it needs.
         """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            have = set(pq.read_schema(path).names)
+        except (OSError, pa.ArrowException) as exc:
+            raise ValidationError(f"cannot read responses from {path}: {exc}") from None
+        absent = [c for c in (model_col, query_col, response_col) if c not in have]
+        if absent:
+            raise ValidationError(f"{path} has no column(s) {preview(absent)}; columns are "
+                                  f"{preview(sorted(have), 10)}")
         filters = []
         if models is not None:
-            filters.append((model_col, "in", [str(m) for m in models]))
+            filters.append((model_col, "in", _as_column_type(path, model_col, models)))
         if queries is not None:
             filters.append((query_col, "in", _as_column_type(path, query_col, queries)))
         try:
             df = pd.read_parquet(path, columns=[model_col, query_col, response_col],
                                  filters=filters or None)
-        except (OSError, FileNotFoundError) as exc:
-            raise ValidationError(f"cannot read responses from {path}: {exc}") from None
+        except (OSError, pa.ArrowException) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ValidationError(f"cannot read responses from {path}: {first}") from None
         df = df.rename(columns={model_col: "model", query_col: "query", response_col: "response"})
         return cls(df)
 
