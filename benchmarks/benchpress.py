@@ -204,7 +204,7 @@ ALLOWLIST = ("vibe_eval", "tau2_bench_telecom", "bullshit_pushback", "aime_2026"
 #: cells at zero error, over non-probe cells, and margin-5 ranking accuracy.
 AUTHOR_PROBES = {
     "all": (("gpqa_diamond", "hle", "codeforces_rating", "mmlu_pro", "arc_agi_1"),
-            3.926, 4.76, None),
+            3.926, 4.76, 0.853),
     "allowlist": (("gpqa_diamond", "mmlu_pro", "aider_polyglot_diff", "math_500", "aime_2026"),
                   4.55, None, None),
     "allowlist-ranking": (("gpqa_diamond", "mmlu_pro", "aime_2025", "bullshit_pushback",
@@ -273,7 +273,11 @@ def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
              "hidden and predicted (the authors' all-known-cells protocol). MedAE: all 2,604 "
              "observed cells with the revealed probe cells at zero error (their convention); "
              "hidden: the non-probe cells only; ranking: margin-5 pairwise ranking accuracy "
-             "(pairs with a hidden cell, per benchmark, median over benchmarks). `als-logit` "
+             "of the completed leaderboard (the authors' measure: every pair of models at "
+             "least 5 points apart, the revealed probe scores included; per benchmark, median "
+             "over benchmarks), and over the pairs with a hidden cell only (stricter; rows "
+             "marked — in the first ranking column were stored before the authors' measure "
+             "was computed and were not re-run: four of them take hours of NUTS fits). `als-logit` "
              "and `bayes-metadata` (the Bayesian model with the models' metadata) complete "
              "once per model (the authors' protocol), and so do `bayes-metadata-loo`, which "
              "chooses the rank among 1-4 in each completion by PSIS-LOO, and "
@@ -283,8 +287,9 @@ def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
              "`als-logit-g7` is Bias-ALS under that same grouping, the fair comparison. Our "
              "probe sets are chosen on the completed covariance of the whole "
              "matrix, as the authors' greedy chains are chosen on the whole matrix.", "",
-             "| candidates | probe set | probes | completer | MedAE | MedAE hidden | ranking |",
-             "|---|---|---|---|---|---|---|"]
+             "| candidates | probe set | probes | completer | MedAE | MedAE hidden | ranking | "
+             "ranking, hidden pairs |",
+             "|---|---|---|---|---|---|---|---|"]
     allow = [items.index(b) for b in ALLOWLIST]
     for pool, candidates in (("all", None), ("allowlist", allow)):
         keys = [key for key in AUTHOR_PROBES if key.split("-")[0] == pool]
@@ -295,7 +300,7 @@ def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
             chain, medae, hidden, rank = AUTHOR_PROBES[key]
             lines.append(f"| {pool} | BenchPress greedy ({key}), authors' numbers | "
                          f"{' → '.join(chain)} | authors' code | {fmt(medae)} | "
-                         f"{fmt(hidden)} | {fmt(rank)} |")
+                         f"{fmt(hidden)} | {fmt(rank)} | — |")
         for name, probes in sets.items():
             for comp in completers:
                 if comp != "als-logit" and name not in PROBE_SETS_OF.get(comp,
@@ -305,6 +310,9 @@ def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
                         cache / f"benchpress_probes_{pool}_{'-'.join(map(str, probes))}_{comp}.json")
                 if path is not None and path.exists():
                     res = json.loads(path.read_text())
+                    if "rank_acc_hidden" not in res:  # stored when rank_acc was that measure
+                        res = {**res, "rank_acc_hidden": res["rank_acc"],
+                               "rank_acc": float("nan")}
                 else:
                     completer, group = PROBE_COMPLETERS[comp]
                     res = evaluate_probes(values, probes, completer, group_size=group)
@@ -316,7 +324,7 @@ def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
                 OUR_RESULTS.setdefault(f"probes-{pool}-{kind}", []).append((name, comp, res))
                 lines.append(f"| {pool} | {name} | {' → '.join(items[p] for p in probes)} | "
                              f"{comp} | {res['medae']:.3f} | {res['medae_hidden']:.3f} | "
-                             f"{res['rank_acc']:.3f} |")
+                             f"{fmt(res['rank_acc'])} | {res['rank_acc_hidden']:.3f} |")
     return [*lines, ""]
 
 
@@ -501,8 +509,9 @@ NOTES = [
     "the median MedAE is 4.184 against 4.209, below the 4.2 goal by less than the Monte "
     "Carlo noise stated below; its pooled coverage is 0.924 with a median width of 31.16, "
     "wider than the authors' 27.17 (next note). On "
-    "the authors' probe chain it gives 3.805 (hidden cells 4.476, ranking 0.833), again "
-    "within the noise of the rank choice (3.814 / 4.494 / 0.833). For new releases (10 "
+    "the authors' probe chain it gives 3.805 (hidden cells 4.476, ranking over the pairs "
+    "with a hidden cell 0.833), again within the noise of the rank choice (3.814 / 4.494 / "
+    "0.833). For new releases (10 "
     "seeds) the median over families is 5.54 (hidden cells 6.66): below the rank choice "
     "(5.60), above Bias-ALS (5.31) and the authors (5.04).",
     "- The nested conformal factor was fixed after an earlier version of this table "
@@ -618,9 +627,15 @@ def goals_section(cache: Path) -> list[str]:
         best = min(probes, key=lambda r: r[2]["medae"])
         row(f"5 probes, allowlist: MedAE ≤ 4.3 (best: {best[0]}, {best[1]})", "4.55",
             best[2]["medae"], best[2]["medae"] <= 4.3)
-        best = max(probes, key=lambda r: r[2]["rank_acc"])
-        row(f"5 probes, allowlist: ranking ≥ 0.87 (best: {best[0]}, {best[1]})", "0.845",
-            best[2]["rank_acc"], best[2]["rank_acc"] >= 0.87)
+        measured = [r for r in probes if np.isfinite(r[2]["rank_acc"])]
+        if measured:
+            best = max(measured, key=lambda r: r[2]["rank_acc"])
+            row(f"5 probes, allowlist: ranking ≥ 0.87 (best: {best[0]}, {best[1]}; the "
+                "authors' measure, every pair)", "0.845", best[2]["rank_acc"],
+                best[2]["rank_acc"] >= 0.87)
+        best = max(probes, key=lambda r: r[2]["rank_acc_hidden"])
+        row(f"  the same, pairs with a hidden cell only (best: {best[0]}, {best[1]})", "—",
+            best[2]["rank_acc_hidden"], None)
     temporal = OUR_RESULTS.get("temporal", [])
     if temporal:
         best = min(temporal, key=lambda r: r[1])
