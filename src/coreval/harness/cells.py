@@ -296,10 +296,11 @@ def evaluate_probes(values: np.ndarray, probes: list[int], completer: Completer,
     ranking = {}
     for name, scored in (("rank_acc", observed), ("rank_acc_hidden", hidden)):
         # every pair counts (scored = observed), or only pairs with a hidden cell
-        pairs = [ranking_pairs(values[rows_c, col], predicted[rows_c, col],
-                               scored[rows_c, col], margin)
-                 for col in range(values.shape[1])
-                 for rows_c in [np.flatnonzero(observed[:, col])]]
+        pairs = []
+        for col in range(values.shape[1]):
+            on_board = np.flatnonzero(observed[:, col])  # the models with a score here
+            pairs.append(ranking_pairs(values[on_board, col], predicted[on_board, col],
+                                       scored[on_board, col], margin))
         acc = [ok / n for n, ok in pairs if n > 0]
         n_pairs, n_ok = sum(n for n, _ in pairs), sum(ok for _, ok in pairs)
         ranking[name] = float(np.median(acc)) if acc else float("nan")

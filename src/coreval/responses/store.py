@@ -32,18 +32,14 @@ def _as_column_type(path: str | Path, column: str, ids: Sequence[str | int]) -> 
         field = pq.read_schema(path).field(column)
     except (OSError, KeyError) as exc:
         raise ValidationError(f"cannot read column {column!r} of {path}: {exc}") from None
-    if pa.types.is_integer(field.type):
-        try:
-            return [int(q) for q in ids]
-        except ValueError:
-            raise ValidationError(f"ids must be integers for the integer column "
-                                  f"{column!r} of {path}") from None
-    if pa.types.is_floating(field.type):
-        try:
-            return [float(q) for q in ids]
-        except ValueError:
-            raise ValidationError(f"ids must be numbers for the numeric column {column!r} of "
-                                  f"{path}") from None
+    for is_type, cast, what, kind in ((pa.types.is_integer, int, "integers", "integer"),
+                                      (pa.types.is_floating, float, "numbers", "numeric")):
+        if is_type(field.type):
+            try:
+                return [cast(q) for q in ids]
+            except ValueError:
+                raise ValidationError(f"ids must be {what} for the {kind} column {column!r} "
+                                      f"of {path}") from None
     if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
         return [str(q) for q in ids]
     return list(ids)
