@@ -91,9 +91,11 @@ def main(argv: list[str] | None = None) -> None:
         "predictions per cell (pooled over seeds). Coverage = fraction of held-out models "
         "whose true full score lies inside the interval at the nominal level "
         "(cov50 = 50% interval, ...). width90 in score units (fraction correct).", "",
-        "Intervals: `posterior` = equal-tailed quantiles of the IRT posterior predictive "
-        "draws (irt-bayes); `jackknife+` = Barber et al. 2021 on the ridge refit "
-        "(random+ / mrmr+), recomputed per level.", "",
+        "Intervals (the `interval` column: each method's default, `calibration=\"auto\"`): "
+        "`posterior` = equal-tailed quantiles of the IRT posterior predictive draws; "
+        "`jackknife+` = Barber et al. 2021 on the ridge refit; `cv-residual` = split "
+        "conformal on out-of-fold residuals with the selection re-run in every fold; "
+        "each recomputed per level.", "",
         format_table(wide), "",
         "Mean over datasets:", "",
         format_table(pooled.pivot_table(index="method", columns="level",

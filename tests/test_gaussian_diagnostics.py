@@ -69,3 +69,12 @@ def test_mardia_detects_heavy_tails_and_accepts_gaussian():
 def test_mardia_needs_more_rows_than_dims(rng):
     with pytest.raises(ValidationError, match="more complete rows"):
         mardia_test(rng.normal(size=(3, 5)))
+
+
+def test_mardia_refuses_a_column_that_is_a_sum_of_others():
+    # singular in exact arithmetic, not in floating point: solving gave a confident wrong test
+    x3 = np.random.default_rng(5).normal(size=(50, 3))
+    x = np.column_stack([x3, x3[:, 0] + x3[:, 1]])
+    with pytest.raises(ValidationError, match="rank 3 of 4"):
+        mardia_test(x)
+    assert mardia_test(x3).n_dims == 3

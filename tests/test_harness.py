@@ -478,3 +478,11 @@ def test_standardizer_used_by_impute_floor():
     s = Standardizer.fit(np.array([[1.0, 5.0], [1.0, np.nan], [1.0, 7.0]]))
     assert s.std[0] == pytest.approx(0.02)  # constant column: floor 0.01 (|1| + 1)
     assert s.std[1] == pytest.approx(np.std([5.0, 7.0], ddof=1))
+
+
+def test_sigma_weighted_summary_counts_only_datasets_that_entered():
+    base = dict(method="m", split="random", budget=2.0, k=2, n_source=10, rmse=0.1)
+    rows = [dict(base, dataset="d", seed=s, mae=0.2, error=None) for s in range(3)]
+    rows += [dict(base, dataset="e", seed=s, mae=np.nan, error="boom") for s in range(3)]
+    t = sigma_weighted_summary(pd.DataFrame(rows), {"d": 0.1, "e": 0.2}, metrics=["mae"])
+    assert t.iloc[0].mae == pytest.approx(0.2) and t.iloc[0].n_datasets == 1

@@ -334,3 +334,86 @@ def test_coreset_difficulty_is_one_minus_source_mean():
     _png(ax)
     with pytest.raises(ValidationError):
         coreset_difficulty(m, {"x": [["nope"]]})
+
+
+# ----------------------------------------------------------------------------- NaN and ids
+def _interval(mean, half=0.1) -> Prediction:
+    mean = np.asarray(mean, float)
+    return Prediction(mean=mean, lower=mean - half, upper=mean + half, level=0.9,
+                      interval="test")
+
+
+def test_coverage_table_and_plot_leave_out_nan_as_the_harness_does():
+    from coreval.harness.metrics import coverage, mean_width
+    from coreval.report.plots import plot_true_vs_predicted
+
+    truth = np.array([0.3, 0.5, 0.7, 0.9])
+    pred = _interval([0.3, 0.5, np.nan, 0.9])
+    row = coverage_table(truth, {0.9: pred}).iloc[0]
+    assert row.coverage == coverage(truth, pred.lower, pred.upper) == 1.0
+    assert row.width == pytest.approx(mean_width(pred.lower, pred.upper)) == pytest.approx(0.2)
+    assert row.n == 3
+    ax = plot_true_vs_predicted(truth, pred)
+    assert "coverage 100%" in ax.get_title()
+    _png(ax)
+    # a NaN truth is left out too
+    row = coverage_table(np.array([0.3, np.nan, 0.7, 0.9]), {0.9: _interval(truth)}).iloc[0]
+    assert row.coverage == 1.0 and row.n == 3
+
+
+def test_width_vs_budget_reads_target_items_by_id():
+    m = simulate(100, 200, seed=6).matrix
+    source, target = m.take(np.arange(70)), m.take(np.arange(70, 100))
+    perm = np.random.default_rng(0).permutation(m.n_items)
+    ok = width_vs_budget(source, target, "random+", [20], show_progress=False)
+    permuted = width_vs_budget(source, target.subset(items=m.items[perm]), "random+", [20],
+                               show_progress=False)
+    pd.testing.assert_frame_equal(ok, permuted)
+    with pytest.raises(ValidationError, match="source's items"):
+        width_vs_budget(source, target.subset(items=m.items[:150]), "random+", [20],
+                        show_progress=False)
+
+
+def test_harness_plots_leave_out_failed_runs_and_mixed_settings():
+    from coreval.report.harness_plots import mean_and_seed_sd
+
+    base = {"dataset": "d", "method": "a", "n_source": 20, "k": 10, "seconds_predict": 1.0}
+    runs = pd.DataFrame([{**base, "seed": 0, "seconds_select": 5.0, "seconds_fit": 5.0,
+                          "error": None},
+                         {**base, "seed": 1, "seconds_select": np.nan, "seconds_fit": np.nan,
+                          "error": "boom"},
+                         {**base, "seed": 2, "seconds_select": np.nan, "seconds_fit": np.nan,
+                          "error": "boom"}])
+    ax = plot_time(runs)
+    assert ax.lines[0].get_ydata().tolist() == [11.0]  # not 0: the failed runs are left out
+    plt.close(ax.figure)
+    # two budgets at one source size: the error bar is the seed spread within each (0)
+    mixed = pd.DataFrame([{"method": "a", "n_source": 20, "k": k, "seed": s, "rmse": r}
+                          for k, r in ((5, 0.10), (100, 0.02)) for s in (0, 1)])
+    g = mean_and_seed_sd(mixed, "n_source", "rmse")
+    assert g.loc[20, "mean"] == pytest.approx(0.06) and g.loc[20, "sd"] == 0.0
+    noisy = mixed.assign(rmse=mixed.rmse + np.where(mixed.seed == 0, 0.01, -0.01))
+    assert mean_and_seed_sd(noisy, "n_source", "rmse").loc[20, "sd"] == pytest.approx(
+        np.std([0.01, -0.01], ddof=1))
+    with pytest.raises(ValidationError, match="coverage90"):
+        recommend(_results().drop(columns="coverage90").assign(regime="r"), min_coverage=0.9)
+
+
+def test_irt_plots_check_ids_labels_and_nan():
+    from coreval.report.plots import plot_true_vs_predicted_grid
+
+    m = simulate(150, 30, seed=1).matrix
+    fit = coreval.irt.fit("2pl", m, method="mml")
+    swapped = m.subset(items=m.items[np.r_[1, 0, 2:30]])
+    with pytest.raises(ValidationError, match="items are not the fit's"):
+        ip.item_diagnostics(fit, swapped, ppc_draws=5)
+    ax = ip.plot_item_curves([1.0, 1.0, 1.0], [-1.0, 0.0, 1.0], items=[2],
+                             labels=["q0", "q1", "q2"])
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["q2"]
+    plt.close(ax.figure)
+    with pytest.raises(ValidationError, match="labels"):
+        ip.plot_item_curves([1.0, 1.0, 1.0], [-1.0, 0.0, 1.0], items=[0, 2], labels=["a"])
+    with pytest.raises(ValidationError, match="NaN"):
+        ip.plot_ppc_scores(np.array([0.5, np.nan]), np.full((3, 2), 0.5))
+    with pytest.raises(ValidationError, match="at least one"):
+        plot_true_vs_predicted_grid(np.zeros(2), {})

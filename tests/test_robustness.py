@@ -315,6 +315,11 @@ def test_a_cache_folder_writable_by_others_is_not_used(tmp_path, monkeypatch):
     private = tmp_path / "private"
     assert jax_cache.enable_compilation_cache(private) == private
     assert not stat.S_IMODE(private.stat().st_mode) & 0o077
+    # a private-looking folder that another user created first is theirs to fill
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")
+    monkeypatch.setattr(jax_cache.os, "getuid", lambda: private.stat().st_uid + 1)
+    with pytest.warns(UserWarning, match="owned or writable by other users"):
+        assert jax_cache.enable_compilation_cache(private) is None
 
 
 def test_outputs_honour_the_umask(tmp_path):

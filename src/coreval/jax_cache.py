@@ -47,20 +47,24 @@ def default_cache_dir() -> Path | None:
 
 
 def writable_by_others(directory: Path) -> Path | None:
-    """The directory if its group or others may write to it, or its parent if anyone may.
+    """The directory if another user owns it or its group or others may write to it, or
+    its parent if anyone may.
 
     A world-writable parent with the sticky bit (``/tmp``) does not count: others cannot
-    replace a folder they do not own there.
+    replace a folder they do not own there. A folder that another user created first
+    (e.g. at a predictable path under ``/tmp``) is theirs to fill, whatever its mode.
     """
     import stat
 
     checks = ((directory, stat.S_IWGRP | stat.S_IWOTH), (directory.parent, stat.S_IWOTH))
     for path, bits in checks:
         try:
-            mode = path.stat().st_mode
+            st = path.stat()
         except OSError:
             continue
-        if mode & bits and not (path != directory and mode & stat.S_ISVTX):
+        if path == directory and hasattr(os, "getuid") and st.st_uid != os.getuid():
+            return path
+        if st.st_mode & bits and not (path != directory and st.st_mode & stat.S_ISVTX):
             return path
     return None
 
@@ -103,8 +107,8 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *,
         return None
     shared = writable_by_others(directory)
     if shared is not None:
-        warnings.warn(f"JAX compilation cache not enabled: {shared} is writable by other "
-                      "users, who could place programs there that coreval would run; use a "
+        warnings.warn(f"JAX compilation cache not enabled: {shared} is owned or writable by "
+                      "other users, who could place programs there that coreval would run; use a "
                       f"private folder ({ENV_VAR}=PATH) or chmod go-w it", stacklevel=2)
         return None
     os.environ["JAX_COMPILATION_CACHE_DIR"] = str(directory)

@@ -184,7 +184,8 @@ def estimate_correlation(values: np.ndarray, *, estimator: Estimator = "auto",
     em_result = None
     if estimator == "pairwise":
         std = fit_standardization(x, floor=0.0, transform=transform)
-        std = Standardization(std.mean, np.sqrt(np.maximum(std.std**2, 1e-12)), transform)
+        std = Standardization(std.mean, np.sqrt(np.maximum(std.std**2, 1e-12)), transform,
+                              std.upper)
         z = np.where(observed, std.forward(x), 0.0)
         obs = observed.astype(np.float64)
         gram = (z.T @ z) / np.maximum(obs.T @ obs - 1.0, 1.0)

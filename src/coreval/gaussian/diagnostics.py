@@ -127,11 +127,15 @@ def mardia_test(values: np.ndarray) -> MardiaResult:
                               f"dimensions ({n})")
     xc = x - x.mean(axis=0)
     s = xc.T @ xc / m
-    try:
-        d = xc @ np.linalg.solve(s, xc.T)
-    except np.linalg.LinAlgError:
-        raise ValidationError("sample covariance is singular; Mardia's test is undefined") \
-            from None
+    # A covariance singular in exact arithmetic (a column that is a sum of others) is
+    # rarely singular in floating point, and solving with it gives distances of the
+    # wrong rank and a confident wrong test: refuse it by its numerical rank.
+    rank = int(np.linalg.matrix_rank(xc))
+    if rank < n:
+        raise ValidationError(f"sample covariance is singular (rank {rank} of {n} dimensions: "
+                              "some columns are linear combinations of others); Mardia's "
+                              "test is undefined")
+    d = xc @ np.linalg.solve(s, xc.T)
     b1 = float((d**3).sum() / m**2)
     b2 = float((np.diag(d) ** 2).sum() / m)
     df = n * (n + 1) * (n + 2) // 6
@@ -154,6 +158,10 @@ def eigenvalue_tail(cov: np.ndarray) -> np.ndarray:
     trace (:attr:`GreedyResult.residual_variance`) from below. The gap between the
     two curves is what greedy selection leaves on the table compared with the best
     rank-k projection (Smola, "Submodular Benchmark Selection", spectral diagnostic).
+
+    Negative eigenvalues (a pairwise-estimated covariance need not be positive
+    semidefinite) are set to 0, so ``tr(Sigma)`` is taken as the sum of the clipped
+    eigenvalues and the tail stays within [0, 1].
     """
     cov = np.asarray(cov, dtype=np.float64)
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1]:

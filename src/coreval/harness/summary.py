@@ -107,7 +107,9 @@ def sigma_weighted_summary(df: pd.DataFrame, sigma_by_dataset: Mapping[str, floa
     Returns
     -------
     DataFrame
-        ``method, split, budget, n_source, n_datasets`` and one column per metric.
+        ``method, split, budget, n_source, n_datasets`` and one column per metric;
+        ``n_datasets`` counts the datasets that entered every metric's aggregate (a
+        dataset whose runs all failed is not counted).
 
     References
     ----------
@@ -119,7 +121,12 @@ def sigma_weighted_summary(df: pd.DataFrame, sigma_by_dataset: Mapping[str, floa
     rows = []
     for vals, g in summary.groupby(keys, dropna=False, sort=True):
         row = dict(zip(keys, vals, strict=True))
-        row["n_datasets"] = int(g["dataset"].nunique())
+        entered = np.ones(len(g), dtype=bool)
+        for m in metrics:
+            entered &= np.isfinite(g[f"{m}_mean"].to_numpy(dtype=float))
+        sigma = g["dataset"].map(lambda d: float(sigma_by_dataset.get(d, np.nan)))
+        entered &= np.isfinite(sigma.to_numpy(dtype=float))
+        row["n_datasets"] = int(g.loc[entered, "dataset"].nunique())
         for m in metrics:
             row[m] = sigma_weighted(dict(zip(g["dataset"], g[f"{m}_mean"], strict=True)),
                                     sigma_by_dataset)

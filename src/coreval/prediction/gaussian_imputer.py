@@ -50,6 +50,8 @@ class GaussianImputer(Predictor):
         Standardisation of every source column in the (transformed) score space: observed
         mean and floored std (NaN for dropped columns). ``(y - mean_) / scale_`` is the
         training-standardised space in which the protocol computes R².
+    upper_ : ndarray of shape (n_columns,)
+        Column maxima the ``"logit"`` transform divides by (NaN otherwise).
     columns_ : ndarray of str
         Source column ids (the columns of ``Prediction.mean``).
 
@@ -99,8 +101,11 @@ class GaussianImputer(Predictor):
         self.columns_ = source.items
         self.mean_ = np.full(n, np.nan)
         self.scale_ = np.full(n, np.nan)
+        self.upper_ = np.full(n, np.nan)  # column maxima of the logit transform
         self.mean_[est.columns] = est.standardization.mean
         self.scale_[est.columns] = est.standardization.std
+        if est.standardization.upper is not None:
+            self.upper_[est.columns] = est.standardization.upper
         self.kept_ = np.full(n, -1, dtype=np.intp)  # source column -> row of the correlation
         self.kept_[est.columns] = np.arange(len(est.columns))
 
@@ -110,7 +115,8 @@ class GaussianImputer(Predictor):
         n_models, n = x.shape[0], len(self.columns_)
         sel = self.coreset_.indices
         sel_kept = self.kept_[sel]
-        z = Standardization(self.mean_[sel], self.scale_[sel], self.transform).forward(x)
+        z = Standardization(self.mean_[sel], self.scale_[sel], self.transform,
+                            self.upper_[sel] if self.transform == "logit" else None).forward(x)
         if self.clip is not None:
             z = np.clip(z, -self.clip, self.clip)
         usable = ~np.isnan(z) & (sel_kept >= 0)

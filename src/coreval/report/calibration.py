@@ -35,6 +35,7 @@ from coreval.api import FittedMethod, select
 from coreval.base import Prediction
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.harness.metrics import coverage, mean_width, rmse
 
 #: Nominal levels of the calibration plot.
 LEVELS: tuple[float, ...] = (0.5, 0.8, 0.9, 0.95)
@@ -104,9 +105,12 @@ def coverage_table(truth, predictions: Mapping[float, Prediction]) -> pd.DataFra
         if pred.mean.shape != t.shape:
             raise ValidationError(f"{t.shape[0]} true scores for predictions of shape "
                                   f"{pred.mean.shape}")
-        inside = (t >= pred.lower) & (t <= pred.upper)
-        rows.append({"level": float(level), "coverage": float(inside.mean()),
-                     "width": float(np.mean(pred.width)), "n": int(t.size),
+        # The harness's metrics, so NaN predictions or truths are left out here as there.
+        lower, upper = np.asarray(pred.lower, float), np.asarray(pred.upper, float)
+        lower, upper = (np.where(np.isnan(pred.mean), np.nan, b) for b in (lower, upper))
+        rows.append({"level": float(level), "coverage": coverage(t, lower, upper),
+                     "width": mean_width(lower, upper),
+                     "n": int(np.sum(np.isfinite(t) & ~np.isnan(lower) & ~np.isnan(upper))),
                      "interval": pred.interval})
     return pd.DataFrame(rows)
 
@@ -234,16 +238,22 @@ def width_vs_budget(source: ScoreMatrix, target: ScoreMatrix, method: str,
     DataFrame
         ``method, k, width, coverage, rmse`` (width and error over the target models).
     """
+    if set(target.items) != set(source.items):
+        raise ValidationError("width_vs_budget: the target models must have the source's items "
+                              f"(source {source.n_items} items, target {target.n_items}, "
+                              f"{len(set(target.items) ^ set(source.items))} differ), since "
+                              "their full scores are the truth")
     truth = target.summary_scores()
     rows = []
     for budget in progress(list(budgets), desc=f"{method} budgets", total=len(budgets),
                            show=show_progress):
         fitted = select(source, method, budget, seed=seed, **options)
-        pred = predict_levels(fitted, target.values[:, fitted.coreset.indices], [level])[level]
+        responses = target.values[:, target.item_index(fitted.coreset.items)]
+        pred = predict_levels(fitted, responses, [level])[level]
         rows.append({"method": method, "k": len(fitted.coreset),
-                     "width": float(np.mean(pred.width)),
-                     "coverage": float(np.mean((truth >= pred.lower) & (truth <= pred.upper))),
-                     "rmse": float(np.sqrt(np.mean((pred.mean - truth) ** 2)))})
+                     "width": mean_width(pred.lower, pred.upper),
+                     "coverage": coverage(truth, pred.lower, pred.upper),
+                     "rmse": rmse(truth, pred.mean)})
     return pd.DataFrame(rows)
 
 

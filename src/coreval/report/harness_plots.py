@@ -31,16 +31,47 @@ def _need(df: pd.DataFrame, cols: Sequence[str], who: str) -> None:
         raise ValidationError(f"{who} needs result columns {missing}")
 
 
+#: Result columns that define one setting of a run besides its method and seed.
+SETTING_COLUMNS: tuple[str, ...] = ("dataset", "split", "n_source", "budget", "k")
+
+
+def mean_and_seed_sd(results: pd.DataFrame, x: str, metric: str) -> pd.DataFrame:
+    """Mean of ``metric`` at each ``x``, with its spread over seeds.
+
+    Rows at one ``x`` may mix other settings (datasets, budgets, source sizes: every
+    :data:`SETTING_COLUMNS` present); their spread is not seed noise. The error bar
+    is the pooled within-setting standard deviation over seeds,
+    ``sqrt(mean_s var_seeds(metric | x, s))``, so settings at different levels do
+    not widen it. The mean is over all rows (over seeds first when each setting has
+    the same number of seeds).
+
+    Returns
+    -------
+    DataFrame
+        Indexed by sorted ``x``, columns ``mean`` and ``sd`` (0 with one seed).
+    """
+    settings = [c for c in SETTING_COLUMNS if c in results and c != x]
+    df = results.dropna(subset=[metric])
+    within = (df.groupby([x, *settings], dropna=False)[metric].var(ddof=1)
+              .fillna(0.0).groupby(level=0).mean())
+    return pd.DataFrame({"mean": df.groupby(x)[metric].mean(),
+                         "sd": np.sqrt(within)}).sort_index()
+
+
 def plot_metric_vs_sources(results: pd.DataFrame, *, metric: str = "rmse", ax=None,
                            scale: float | None = None):
-    """Mean ± sd over seeds of a metric against the number of source models (Fig. 2 style)."""
+    """Mean ± sd over seeds of a metric against the number of source models (Fig. 2 style).
+
+    Rows of several budgets or datasets are averaged; the error bar is the seed
+    spread within each of them (:func:`mean_and_seed_sd`).
+    """
     _need(results, ["method", "n_source", metric], "plot_metric_vs_sources")
     ax = _axes(ax)
     if scale is None:
         scale = 100.0 if metric in {"rmse", "mae", "width90"} else 1.0
     for method, df in results.groupby("method", sort=True):
-        g = df.groupby("n_source")[metric].agg(["mean", "std"]).sort_index()
-        ax.errorbar(g.index, g["mean"] * scale, yerr=g["std"].fillna(0) * scale, marker="o",
+        g = mean_and_seed_sd(df, "n_source", metric)
+        ax.errorbar(g.index, g["mean"] * scale, yerr=g["sd"] * scale, marker="o",
                     ms=3, capsize=2, label=method)
     ax.set_xlabel("number of source models")
     ax.set_ylabel(metric + (" (pp)" if scale == 100 else ""))
@@ -49,13 +80,18 @@ def plot_metric_vs_sources(results: pd.DataFrame, *, metric: str = "rmse", ax=No
 
 
 def plot_time(results: pd.DataFrame, *, ax=None):
-    """Total seconds (select + fit + predict) per run against k, log scale."""
+    """Total seconds (select + fit + predict) per successful run against k, log scale.
+
+    Failed runs (an ``error``, or a missing time) are left out, as in
+    :func:`coreval.harness.summarize`.
+    """
     _need(results, ["method", "k", "seconds_select", "seconds_fit"], "plot_time")
     ax = _axes(ax)
-    total = results["seconds_select"].fillna(0) + results["seconds_fit"].fillna(0)
-    if "seconds_predict" in results:
-        total = total + results["seconds_predict"].fillna(0)
-    df = results.assign(seconds=total)
+    cols = [c for c in ("seconds_select", "seconds_fit", "seconds_predict") if c in results]
+    df = results.assign(seconds=results[cols].sum(axis=1, min_count=len(cols)))
+    if "error" in df:
+        df = df[df["error"].isna()]
+    df = df.dropna(subset=["seconds"])
     for method, d in df.groupby("method", sort=True):
         g = d.groupby("k")["seconds"].median().sort_index()
         ax.plot(g.index, g.to_numpy(), marker="o", ms=3, label=method)
@@ -159,10 +195,12 @@ def recommend(results: pd.DataFrame, *, by: Sequence[str] = ("regime",),
         ``*by, best, best_<metric>, runner_up, runner_up_<metric>, n_runs``.
     """
     _need(results, [*by, "method", metric], "recommend")
+    if min_coverage is not None:
+        _need(results, ["coverage90"], "recommend(min_coverage=...)")
     rows = []
     for key, df in results.groupby(list(by), sort=True):
         g = df.groupby("method").agg(value=(metric, "mean"), n=(metric, "size"))
-        if min_coverage is not None and "coverage90" in df:
+        if min_coverage is not None:
             cov = df.groupby("method")["coverage90"].mean()
             g = g[cov.reindex(g.index) >= min_coverage]
         g = g.dropna().sort_values("value", ascending=lower_is_better)

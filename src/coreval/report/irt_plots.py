@@ -100,6 +100,11 @@ def item_diagnostics(fit, matrix: ScoreMatrix, *, theta_grid: np.ndarray | None 
     if y.shape != (len(fit.model_ids), len(fit.item_ids)):
         raise ValidationError(f"matrix shape {y.shape} does not match the fit "
                               f"({len(fit.model_ids)} models × {len(fit.item_ids)} items)")
+    for what, ids, fitted in (("models", matrix.models, fit.model_ids),
+                              ("items", matrix.items, fit.item_ids)):
+        if not np.array_equal(np.asarray(ids).astype(str), np.asarray(fitted).astype(str)):
+            raise ValidationError(f"item_diagnostics: the matrix's {what} are not the fit's "
+                                  "(same ids in the same order are needed)")
     a_s, d_s, th_s = _draws(fit)
     point = fit.item_point()
     a, d = point["a"][:, 0], point["d"]
@@ -196,7 +201,11 @@ def plot_ppc_scores(observed: np.ndarray, replicated: np.ndarray, *, ax=None, bi
     the replicated bin counts, the line is the observed histogram.
     """
     ax = _axes(ax)
-    obs = np.asarray(observed, float)
+    obs = np.asarray(observed, float).ravel()
+    if not np.isfinite(obs).all():
+        raise ValidationError(f"plot_ppc_scores: {int(np.sum(~np.isfinite(obs)))} observed "
+                              "values are NaN or infinite (e.g. scores of models with missing "
+                              "answers); pass the finite ones with their replications")
     edges = np.histogram_bin_edges(np.concatenate([obs, np.ravel(replicated)]), bins=bins)
     reps = np.array([np.histogram(r, bins=edges)[0] for r in np.asarray(replicated)])
     centers = 0.5 * (edges[1:] + edges[:-1])
@@ -214,11 +223,22 @@ def plot_ppc_scores(observed: np.ndarray, replicated: np.ndarray, *, ax=None, bi
 
 def plot_item_curves(a, d, *, items: Sequence[int] | None = None, labels=None,
                      theta: np.ndarray | None = None, ax=None):
-    """Item characteristic curves ``P(correct | θ)`` of selected items (unidimensional 2PL)."""
+    """Item characteristic curves ``P(correct | θ)`` of selected items (unidimensional 2PL).
+
+    ``labels`` names the plotted items in order, or every item of the bank (then
+    indexed by ``items``).
+    """
     ax = _axes(ax)
     a, d = np.asarray(a, float).reshape(-1), np.asarray(d, float).reshape(-1)
     theta = np.linspace(-4, 4, 201) if theta is None else np.asarray(theta, float)
     idx = np.arange(len(a)) if items is None else np.asarray(items, int)
+    if labels is not None:
+        # One label per plotted item, or one per item of the bank.
+        if len(labels) != len(idx) and len(labels) == len(a):
+            labels = [labels[i] for i in idx]
+        elif len(labels) != len(idx):
+            raise ValidationError(f"plot_item_curves: {len(labels)} labels for {len(a)} items "
+                                  f"({len(idx)} plotted); give one per item or per plotted item")
     p = icc(theta, a[idx], d[idx])
     for j, col in enumerate(p.T):
         label = None if labels is None else str(labels[j])

@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 
 from coreval.base import Prediction
+from coreval.errors import ValidationError
+from coreval.report.harness_plots import mean_and_seed_sd
 
 
 def _axes(ax):
@@ -41,6 +43,11 @@ def plot_true_vs_predicted(truth: np.ndarray, prediction: Prediction, *, ax=None
     t = np.asarray(truth, float) * scale
     m, lo, hi = (np.asarray(v, float) * scale for v in
                  (prediction.mean, prediction.lower, prediction.upper))
+    if t.shape != m.shape:
+        raise ValidationError(f"{t.size} true scores for predictions of shape {m.shape}")
+    # Models without a truth or a prediction are left out, as in the harness's coverage.
+    keep = np.isfinite(t) & ~np.isnan(m) & ~np.isnan(lo) & ~np.isnan(hi)
+    t, m, lo, hi = t[keep], m[keep], lo[keep], hi[keep]
     inside = (t >= lo) & (t <= hi)
     for mask, c in ((inside, color), (~inside, "crimson")):
         if mask.any():
@@ -65,6 +72,8 @@ def plot_true_vs_predicted_grid(truth: np.ndarray, predictions: Mapping[str, Pre
                                 ncols: int = 3, scale: float = 100.0):
     """One :func:`plot_true_vs_predicted` panel per method; returns the Figure."""
     n = len(predictions)
+    if n == 0:
+        raise ValidationError("plot_true_vs_predicted_grid needs at least one prediction")
     ncols = min(ncols, n)
     nrows = int(np.ceil(n / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(4 * ncols, 4 * nrows), squeeze=False)
@@ -81,14 +90,16 @@ def plot_metric_vs_budget(results: pd.DataFrame, *, metric: str = "rmse", ax=Non
     """Mean ± sd over seeds of a harness metric against the budget, one line per method.
 
     In the style of the mRMR paper's Figures 1-2. ``results`` has the harness's
-    tidy columns (``method``, ``k``, ``seed`` and the metric).
+    tidy columns (``method``, ``k``, ``seed`` and the metric). Rows of several
+    datasets or source sizes are averaged; the error bar is the seed spread within
+    each of them (:func:`coreval.report.harness_plots.mean_and_seed_sd`).
     """
     ax = _axes(ax)
     if scale is None:
         scale = 100.0 if metric in {"rmse", "mae", "width90"} else 1.0
     for method, df in results.groupby("method", sort=True):
-        g = df.groupby("k")[metric].agg(["mean", "std"]).sort_index()
-        ax.errorbar(g.index, g["mean"] * scale, yerr=g["std"].fillna(0) * scale,
+        g = mean_and_seed_sd(df, "k", metric)
+        ax.errorbar(g.index, g["mean"] * scale, yerr=g["sd"] * scale,
                     marker="o", ms=3, capsize=2, label=method)
     ax.set_xlabel("coreset size k")
     ax.set_ylabel(metric + (" (pp)" if scale == 100 else ""))

@@ -115,6 +115,7 @@ class SentenceTransformerEmbedder:
     num_threads: int | None = None
     max_seq_length: int | None = None
     _model: object = field(default=None, init=False, repr=False)
+    _loaded_with: tuple | None = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -122,6 +123,11 @@ class SentenceTransformerEmbedder:
         return name if self.max_seq_length is None else f"{name}@{self.max_seq_length}"
 
     def _load(self):
+        # The cache key (``name``) is read from the current settings, so a model loaded
+        # with other settings (changed after the first call) is loaded again.
+        settings = (self.model_path, self.device, self.max_seq_length)
+        if self._loaded_with != settings:
+            self._model = None
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             try:
@@ -139,6 +145,7 @@ class SentenceTransformerEmbedder:
                     self._model = SentenceTransformer(self.model_path, device=self.device)
                 if self.max_seq_length is not None:
                     self._model.max_seq_length = int(self.max_seq_length)
+                self._loaded_with = settings
             except ImportError as exc:
                 raise ValidationError(
                     f"the default embedder needs torch, sentence-transformers and "
