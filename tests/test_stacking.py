@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.model_selection import KFold
@@ -126,3 +128,18 @@ def test_auto_calibration_follows_what_the_method_is(name, expected):
     predictor = method.make_predictor()
     assert resolve_calibration("auto", method, selector, predictor) == expected
     assert resolve_calibration("native", method, selector, predictor) == "native"
+
+
+def test_a_single_out_of_fold_fold_warns_that_residuals_are_in_sample():
+    rng = np.random.default_rng(3)
+    y = rng.uniform(size=12)
+    p = np.column_stack([y + rng.normal(0, 0.05, 12), np.full(12, 0.5)])
+    stack = StackingPredictor(meta="nnls")
+    stack.weights_, stack.intercept_ = stack_weights(p, y, "nnls")
+    stack.clip_ = False
+    with pytest.warns(UserWarning, match="one out-of-fold fold"):
+        resid = stack._cross_fitted_residuals(p, y, np.zeros(12, dtype=int))
+    np.testing.assert_allclose(resid, y - p @ stack.weights_ - stack.intercept_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stack._cross_fitted_residuals(p, y, np.arange(12) % 3)

@@ -31,6 +31,7 @@ Distribution-free predictive inference for regression. *JASA* 113(523).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -246,6 +247,11 @@ class StackingPredictor(Predictor):
                                 ) -> np.ndarray:
         """``y_m − ŝ(x_m)`` with the weights learnt without ``m``'s fold."""
         resid = np.empty(len(y))
+        if len(np.unique(fold)) == 1:
+            warnings.warn("stacking: the source models with complete coreset responses all "
+                          "fell in one out-of-fold fold, so the conformal residuals use "
+                          "weights learnt on themselves and the interval may be too narrow",
+                          UserWarning, stacklevel=3)
         for f in np.unique(fold):
             held = fold == f
             if held.all():  # a single fold: no other folds to learn from
