@@ -256,3 +256,36 @@ def test_mi_fast_equals_direct_on_mteb_fold(load_shared):
     with threadpool_limits(1):
         np.testing.assert_array_equal(greedy_mi(corr, 15).selected,
                                       greedy_mi_direct(corr, 15).selected)
+
+
+def test_budgeted_selection_fills_k_where_gains_turn_negative(rng):
+    # small variances (raw accuracies): differential-entropy gains are negative from the
+    # start; strongly correlated columns: later entropy and MI gains are negative too
+    a = rng.normal(size=(5, 8))
+    small = a @ a.T / 8 * 0.01
+    assert len(greedy_entropy(small, 3, costs=np.ones(5), budget=3).selected) == 3
+    np.testing.assert_array_equal(
+        greedy_entropy(small, 3, costs=np.ones(5), budget=3).selected,
+        greedy_entropy(small, 3).selected)
+    z = rng.normal(size=(200, 1))
+    corr = np.corrcoef((z + 0.15 * rng.normal(size=(200, 6))).T)
+    for fn in (greedy_entropy, greedy_mi):
+        np.testing.assert_array_equal(fn(corr, 4, costs=np.ones(6), budget=4).selected,
+                                      fn(corr, 4).selected)
+
+
+def test_budgeted_selection_keeps_k_when_the_mandatory_fill_it(rng):
+    a = rng.normal(size=(5, 5))
+    cov = a @ a.T
+    for fn in (greedy_entropy, greedy_mi, greedy_variance):
+        res = fn(cov, 2, mandatory=[0, 1], costs=np.ones(5), budget=10)
+        np.testing.assert_array_equal(res.selected, [0, 1])
+
+
+def test_k_is_checked_on_every_path():
+    with pytest.raises(ValidationError, match="k=6"):
+        greedy_mi_direct(np.eye(5), 6)
+    with pytest.raises(ValidationError, match="exceed k=1"):
+        greedy_mi_direct(np.eye(5), 1, mandatory=[0, 1])
+    with pytest.raises(ValidationError, match="k"):
+        greedy_entropy(np.eye(5), 2.5, lazy=True)

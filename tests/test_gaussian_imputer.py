@@ -178,3 +178,18 @@ def test_variance_selector_weighs_how_many_models_report_a_benchmark():
     sparse[3:, 0] = np.nan
     picked = GaussianVarianceSelector(1).fit(ScoreMatrix(sparse, **names)).selected_
     assert list(picked) != [0]
+
+
+def test_selector_checks_every_cost_and_reads_mixed_mandatory_lists(rng):
+    source, _ = _gaussian_matrix(rng, 100, 6)
+    values = source.values.copy()
+    values[1:, 5] = np.nan  # column 5 is dropped: observed for one model
+    sparse = ScoreMatrix(values, models=source.models, items=source.items, level="benchmark")
+    with pytest.warns(UserWarning, match="dropping 1 column"):
+        with pytest.raises(ValidationError, match="positive and finite"):
+            GaussianMISelector(2, costs=[1, 1, 1, 1, 1, -1], budget=3).fit(sparse)
+    ids = list(source.items)
+    sel = GaussianEntropySelector(3, mandatory=[ids[4], 2]).fit(source)
+    assert list(sel.selected_[:2]) == [4, 2]
+    with pytest.raises(ValidationError, match="position 9 is out of range"):
+        GaussianEntropySelector(3, mandatory=[9]).fit(source)

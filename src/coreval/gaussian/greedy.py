@@ -28,7 +28,10 @@ protocol section 5).
   ``Sigma - L L^T`` comes from the same pivoted Cholesky (``O(k N^2)`` for k picks).
 * Budgeted selection with per-benchmark costs: the cost-effective greedy rule
   (gain / cost) and the best single benchmark, keeping the better of the two (Krause &
-  Guestrin 2005, "A note on the budgeted maximization of submodular functions").
+  Guestrin 2005, "A note on the budgeted maximization of submodular functions"). Their
+  guarantee needs a monotone objective; differential entropy and MI are not (gains can be
+  negative), so here it is a heuristic, and where no affordable gain is positive the
+  largest gain is taken, so that uniform costs with budget k give plain greedy's picks.
 * Mandatory benchmarks are selected first, in the given order.
 * Lazy greedy (Minoux 1978) is offered for entropy, whose gains can only shrink (conditioning
   reduces variance); it is not valid for MI, whose gains can grow.
@@ -269,23 +272,36 @@ def _inverse(cov: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- drivers
-def _greedy(cov: np.ndarray, k: int, objective: str, mandatory: Sequence[int],
-            costs: np.ndarray | None, budget: float | None, tie_tol: float) -> GreedyResult:
-    cov = _check_cov(cov)
-    n = cov.shape[0]
-    mandatory = _check_mandatory(mandatory, n)
+def _check_k(k: int, n: int, mandatory: list[int]) -> int:
+    """``k`` as an int in ``[max(1, len(mandatory)), n]``."""
     k = check_positive_int("k", k)
     if k > n:
         raise ValidationError(f"k={k} must be between 1 and the {n} benchmarks")
     if len(mandatory) > k:
         raise ValidationError(f"{len(mandatory)} mandatory benchmarks exceed k={k}")
+    return k
+
+
+def _greedy(cov: np.ndarray, k: int, objective: str, mandatory: Sequence[int],
+            costs: np.ndarray | None, budget: float | None, tie_tol: float) -> GreedyResult:
+    cov = _check_cov(cov)
+    n = cov.shape[0]
+    mandatory = _check_mandatory(mandatory, n)
+    k = _check_k(k, n, mandatory)
     costs = check_costs(costs, budget, n, mandatory)
     if costs is None:
         return _run(cov, k, objective, mandatory, None, None, tie_tol, "greedy")
     ratio = _run(cov, k, objective, mandatory, costs, budget, tie_tol, "cost-effective")
+    if len(mandatory) >= k:  # nothing left to choose: no singleton to add
+        return ratio
     single = _best_singleton(cov, objective, mandatory, costs, budget, tie_tol)
-    if single is not None and set_value(cov, single.selected, objective) > set_value(
-            cov, ratio.selected, objective):
+    # Krause & Guestrin keep the singleton when it is worth more than the greedy set. The
+    # objectives here are not monotone (the filled set can be worth less than its own
+    # first picks), so the singleton is set against the best prefix of the greedy set.
+    best_prefix = max((set_value(cov, ratio.selected[:t], objective)
+                       for t in range(len(mandatory) + 1, len(ratio.selected) + 1)),
+                      default=-np.inf)
+    if single is not None and set_value(cov, single.selected, objective) > best_prefix:
         return single
     return ratio
 
@@ -307,10 +323,17 @@ def _run(cov: np.ndarray, k: int, objective: str, mandatory: list[int],
         if costs is not None:
             value = state.objective_gain(g)
             affordable = state.free & (costs <= budget - spent + 1e-12)
-            value = np.where(affordable & (value > 0), value / costs, -np.inf)
-            if not np.isfinite(value).any():
+            if not affordable.any():
                 break
-            j = _pick(value, tie_tol, state.free)
+            # Gain per cost while some affordable benchmark gains; differential entropy and
+            # MI gains can be negative (a benchmark nearly determined by the chosen ones,
+            # or MI past its peak), where a ratio would favour the costliest. Then the
+            # largest gain among the affordable ones, as plain greedy would pick.
+            positive = affordable & (value > 0)
+            if positive.any():
+                j = _pick(np.where(positive, value / costs, -np.inf), tie_tol, state.free)
+            else:
+                j = _pick(np.where(affordable, g, -np.inf), tie_tol, state.free)
         else:
             j = _pick(g, tie_tol, state.free)
         selected.append(j)
@@ -359,8 +382,10 @@ def greedy_entropy(cov: np.ndarray, k: int, *, mandatory: Sequence[int] = (),
         Positions selected first, in this order.
     costs, budget : optional
         Per-benchmark costs and total budget: cost-effective greedy plus best singleton
-        (Krause & Guestrin 2005); a benchmark is only added while its differential-entropy
-        gain ``(log 2 pi e + log d_v)/2`` is positive.
+        (Krause & Guestrin 2005). Benchmarks are added while one is affordable, up to k:
+        by gain per cost while some gain ``(log 2 pi e + log d_v)/2`` is positive, then by
+        the largest gain. Entropy is not monotone, so the rule's approximation guarantee
+        (for monotone submodular functions) does not carry over.
     tie_tol : float
         Relative tolerance under which gains are tied (lowest index wins).
     lazy : bool
@@ -381,7 +406,9 @@ def greedy_entropy(cov: np.ndarray, k: int, *, mandatory: Sequence[int] = (),
     if lazy:
         if costs is not None:
             raise ValidationError("lazy greedy does not support costs")
-        return _lazy_entropy(_check_cov(cov), k, _check_mandatory(mandatory, len(cov)))
+        cov = _check_cov(cov)
+        mandatory = _check_mandatory(mandatory, len(cov))
+        return _lazy_entropy(cov, _check_k(k, len(cov), mandatory), mandatory)
     return _greedy(cov, k, "entropy", mandatory, None if costs is None else np.asarray(costs),
                    budget, tie_tol)
 
@@ -551,6 +578,7 @@ def greedy_mi_direct(cov: np.ndarray, k: int, *, mandatory: Sequence[int] = ()) 
     cov = _check_cov(cov)
     n = cov.shape[0]
     mandatory = _check_mandatory(mandatory, n)
+    k = _check_k(k, n, mandatory)
     chol = _PivotedCholesky(cov, k)
     total = float(np.trace(cov))
     selected, gains, resid = [], [], []

@@ -29,15 +29,17 @@ _GREEDY = {"entropy": greedy_entropy, "mi": greedy_mi, "variance": greedy_varian
 
 
 def _positions(source: ScoreMatrix, ids: Sequence[Any], what: str) -> list[int]:
-    arr = np.asarray(list(ids))
-    if arr.size == 0:
-        return []
-    if arr.dtype.kind in "iu":
-        bad = arr[(arr < 0) | (arr >= source.n_items)]
-        if bad.size:
-            raise ValidationError(f"{what} positions out of range: {preview(bad)}")
-        return [int(v) for v in arr]
-    return [int(v) for v in source.item_index(arr.astype(str))]
+    """Column positions of item ids (str) or positions (int), which may be mixed."""
+    out = []
+    for v in list(ids):
+        if isinstance(v, int | np.integer) and not isinstance(v, bool):
+            if not 0 <= int(v) < source.n_items:
+                raise ValidationError(f"{what} position {int(v)} is out of range "
+                                      f"(0 to {source.n_items - 1})")
+            out.append(int(v))
+        else:
+            out.append(int(source.item_index([str(v)])[0]))
+    return out
 
 
 class _GaussianGreedySelector(Selector):
@@ -82,6 +84,10 @@ class _GaussianGreedySelector(Selector):
             full = np.asarray(self.costs, dtype=float).ravel()
             if full.shape != (source.n_items,):
                 raise ValidationError(f"got {full.size} costs for {source.n_items} benchmarks")
+        bad = ~np.isfinite(full) | (full <= 0)
+        if bad.any():  # checked on every column, also those dropped for few observations
+            raise ValidationError(f"costs must be positive and finite; bad for "
+                                  f"{preview(source.items[bad])}")
         return full[columns]
 
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
