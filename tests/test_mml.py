@@ -370,3 +370,45 @@ def test_mml_draws_keep_the_sign_of_a_negative_slope():
     np.testing.assert_array_equal(np.sign(mean["a"]), np.sign(point["a"]))
     np.testing.assert_array_equal(np.sign(mean["b"]), np.sign(point["b"]))
     np.testing.assert_allclose(mean["a"], point["a"], atol=0.1)
+
+
+def _long_test(n_items: int, n_rows: int = 200, seed: int = 1):
+    from scipy.special import expit
+
+    rng = np.random.default_rng(seed)
+    a, d = rng.lognormal(0, 0.3, n_items), rng.normal(0, 1, n_items)
+    theta = rng.normal(size=n_rows)
+    return (rng.random((n_rows, n_items)) < expit(theta[:, None] * a + d)).astype(float)
+
+
+def test_eap_of_a_long_test_matches_a_fine_grid():
+    # 61 nodes 0.4 apart against posterior sds near 0.1: the quadrature EAPs snapped to nodes
+    from scipy.special import expit
+
+    y = _long_test(400)
+    with pytest.warns(UserWarning, match="quadrature is coarse"):
+        res = fit_mml(y, compute_se=False)
+    y[:5, :50] = np.nan
+    eap, psd = res.eap_theta(y)
+    grid = np.linspace(-7, 7, 20001)
+    p = expit(np.outer(grid, res.a) + res.d)
+    obs = ~np.isnan(y)
+    yy = np.where(obs, y, 0.0)
+    ll = yy @ np.log(p).T + (obs & (yy == 0)) @ np.log(1 - p).T - grid**2 / 2
+    w = np.exp(ll - ll.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    mean = w @ grid
+    np.testing.assert_allclose(eap, mean, atol=1e-4)
+    np.testing.assert_allclose(psd, np.sqrt(w @ grid**2 - mean**2), atol=1e-4)
+
+
+def test_fit_warns_at_slope_bounds_and_limits_the_quadrature():
+    y = _long_test(30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a 30-item test is integrated well enough
+        fit_mml(y, compute_se=False)
+    dup = np.column_stack([y[:, :5], y[:, 0], y[:, 0], y[:, 0]])
+    with pytest.warns(UserWarning, match=r"items 0, 5, 6, 7 have slopes on the bound"):
+        fit_mml(dup, compute_se=False)
+    with pytest.raises(ValidationError, match="n_quad must be an integer from 5 to 360"):
+        fit_mml(y, n_quad=400)
