@@ -194,7 +194,11 @@ def grid_ability_draws_2d(x: np.ndarray, a: np.ndarray, d: np.ndarray,
     ``p(θ_g | y) ∝ N(θ_g; 0, I) Π_i p^{y_i} (1 - p)^{1 - y_i}``,
     ``p = c + (1 - c) σ(θ_g · a_i + d_i)``; one node is drawn per (model, draw) by
     its posterior weight and jittered uniformly within its cell (Bock & Mislevy
-    1982, on a tensor-product grid).
+    1982, on a tensor-product grid). The grid is shared by all models so that each
+    log-likelihood is one matrix product; its spacing (0.25) bounds the resolution:
+    where a posterior sd is below it (hundreds of informative items), the draws'
+    spread is too wide, by up to the jitter's ``0.25/√12 ≈ 0.07`` per axis (a 600-item
+    test: sd 0.126 instead of 0.083 on one axis).
 
     Parameters
     ----------
