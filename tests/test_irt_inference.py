@@ -239,3 +239,16 @@ def test_custom_numpyro_model_is_accepted() -> None:
     assert result.model == "my_2pl" and result.link == "2pl"
     _check_result(result, y, "map")
     assert result.predict_mean(np.zeros((1, 1))).shape == (1, y.shape[1])
+
+
+def test_map_reports_abilities_collapsed_at_the_joint_mode():
+    # one shared slope: the N(0, 1) ability priors pull the scale down (a 9.98, sd 0.12),
+    # which marginal ML does not (a 1.09); the 2PL's mode keeps sd ~0.44
+    m = simulate(150, 30, seed=1).matrix
+    with pytest.warns(UserWarning, match="shrunk the abilities"):
+        one = fit("1pl", m, method="map")
+    assert np.std(one.abilities()) < 0.25
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        two = fit("2pl", m, method="map")
+    assert np.std(two.abilities()) > 0.25
