@@ -11,16 +11,16 @@
 * ``irt-bayes``, ``irt-bayes+``, ``irt-bayes++``: a coreset (option
   ``coreset="random"`` (default), ``"fisher"`` (metabench bins topped up to k by
   mean information over the source abilities) or ``"anchors"``) + the IRT
-  posterior predictive of the full score. Random is the default because it is
-  the coreset whose credible intervals are calibrated: a coreset chosen from
-  the fitted item parameters favours items whose discrimination the (mean-field
-  SVI) fit over-estimates, and on simulated 2PL data (40 source models, k = 40)
-  the Fisher coreset covered 79-85 % at nominal 90 % with the plain posterior
-  and 89-97 % (mean 93 %) with the cross-validated misfit term, against 87-92 %
-  (mean 90 %) for the random coreset (benchmarks/results/irt_bayes_calibration.md).
-  With ``"fisher"`` or ``"anchors"``, ``selection="auto"`` (the default of
-  :func:`coreval.pipeline.fit_method`) falls back to the random coreset when it
-  predicts the held-out folds of the misfit term better by one standard error.
+  posterior predictive of the full score. Random is the default coreset. On
+  simulated 2PL data (40 source models, k = 40) its intervals cover 87-92 %
+  (mean 90 %) at nominal 90 %; the Fisher coreset's cover 89-94 % (mean 91 %)
+  with the cross-validated misfit term and 91-99 % (mean 94 %) without it
+  (benchmarks/results/irt_bayes_calibration.md). On real matrices, where the
+  2PL misfits, a coreset chosen from the fitted item parameters is checked
+  against random items: with ``"fisher"`` or ``"anchors"``, ``selection="auto"``
+  (the default of :func:`coreval.pipeline.fit_method`) falls back to the random
+  coreset when it predicts the held-out folds of the misfit term better by one
+  standard error.
 
 Each method declares one :class:`~coreval.irt.fit_spec.IRTFitSpec` (``shared``) for its
 selector and its predictor, and both use the caller's :class:`~coreval.base.FitCache`,

@@ -243,9 +243,7 @@ class IRTBayesPredictor(Predictor):
         :meth:`_fit_misfit`). Real benchmarks are not exactly unidimensional 2PL
         data, and the mean-field SVI posterior ignores the correlations between
         item parameters that the shared source abilities induce, so the plain
-        posterior predictive is too narrow: on simulated 2PL data with 40 source
-        models and a Fisher coreset it covered 79-85 % at nominal 90 % (NUTS: 89-92 %;
-        benchmarks/results/irt_bayes_calibration.md). ``"cv"`` (default)
+        posterior predictive can be too narrow. ``"cv"`` (default)
         estimates ``τ`` out of fold: the IRT model is refitted without each of
         ``misfit_folds`` folds of the source models and the held-out models are
         predicted from their coreset responses. ``"in-sample"`` uses the source
