@@ -319,3 +319,10 @@ def test_embedder_reloads_when_its_settings_change(monkeypatch, tmp_path):
     assert embed_texts([text], emb, cache=cache)[0, 0] == 8
     fresh = SentenceTransformerEmbedder(max_seq_length=8)
     assert embed_texts([text], fresh, cache=cache)[0, 0] == 8
+
+
+def test_embed_texts_refuses_a_chunk_size_below_one():
+    from coreval.responses import embed_texts
+
+    with pytest.raises(ValidationError, match="chunk_size must be a positive integer"):
+        embed_texts(["a"], lambda texts: np.ones((len(texts), 2)), chunk_size=0)

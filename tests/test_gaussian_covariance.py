@@ -195,3 +195,10 @@ def test_logit_transform_is_the_references_max_normalised_variant():
     # a target column is normalised by the source's maximum, not its own
     np.testing.assert_allclose(std.forward(np.array([[35.5, 40.0]])),
                                (np.zeros((1, 2)) - std.mean) / std.std, atol=1e-12)
+
+
+def test_an_unknown_release_is_refused_on_every_path(rng):
+    x = rng.normal(size=(30, 3))
+    for estimator in ("pairwise", "em"):
+        with pytest.raises(ValidationError, match="release must be 'head' or 'prev'"):
+            estimate_correlation(x, estimator=estimator, release="bogus")

@@ -164,6 +164,8 @@ def estimate_correlation(values: np.ndarray, *, estimator: Estimator = "auto",
         raise ValidationError("scores contain ±inf; use NaN for missing entries")
     if min_observed < 1:
         raise ValidationError(f"min_observed must be >= 1, got {min_observed}")
+    if release not in ("head", "prev"):  # checked here too: the pairwise path never reads it
+        raise ValidationError(f"release must be 'head' or 'prev', got {release!r}")
     counts = (~np.isnan(values)).sum(axis=0)
     keep = np.flatnonzero(counts >= min_observed)
     dropped = np.flatnonzero(counts < min_observed)

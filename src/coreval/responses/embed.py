@@ -238,6 +238,8 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, *, cache: EmbeddingCac
     -------
     ndarray of shape (len(texts), dim), float32
     """
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValidationError(f"chunk_size must be a positive integer, got {chunk_size!r}")
     texts = [str(t) for t in texts]
     stats = stats if stats is not None else EmbedStats()
     keys = [_key(embedder.name, t) for t in texts]
