@@ -289,3 +289,13 @@ def test_k_is_checked_on_every_path():
         greedy_mi_direct(np.eye(5), 1, mandatory=[0, 1])
     with pytest.raises(ValidationError, match="k"):
         greedy_entropy(np.eye(5), 2.5, lazy=True)
+
+
+def test_pick_ignores_nan_gains_and_prefers_an_infinite_one():
+    from coreval.gaussian.greedy import _pick
+
+    free = np.ones(4, dtype=bool)
+    assert _pick(np.array([1.0, np.nan, 3.0, 2.0]), 0.0, free) == 2
+    assert _pick(np.array([1.0, np.nan, 3.0, 2.0]), 1e-9, free) == 2
+    assert _pick(np.array([1.0, np.inf, 3.0, np.inf]), 0.0, free) == 1
+    assert _pick(np.full(4, np.nan), 0.0, np.array([False, True, True, False])) == 1

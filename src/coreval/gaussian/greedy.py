@@ -151,15 +151,18 @@ def check_costs(costs: Sequence[float] | np.ndarray | None, budget: float | None
 
 
 def _pick(gains: np.ndarray, tie_tol: float, free: np.ndarray) -> int:
-    """Index of the largest finite gain among the ``free`` columns; gains within ``tie_tol``
-    relative -> lowest index. With no finite gain (a singular covariance: every free column
-    is determined by the chosen ones), the first free column, as :func:`greedy_mi_direct`.
+    """Index of the largest gain among the ``free`` columns; gains within ``tie_tol``
+    relative -> lowest index; NaN counts as no gain. With no finite gain (a singular
+    covariance: every free column is determined by the chosen ones), the first free column,
+    as :func:`greedy_mi_direct`; an infinite gain wins (the first one).
     """
-    gains = np.where(free, gains, -np.inf)
+    # NaN gains (log of a round-off negative variance of an exactly singular matrix) count
+    # as no gain; they must not turn the maximum into NaN.
+    gains = np.where(free & ~np.isnan(gains), gains, -np.inf)
     best = np.max(gains)
     if not np.isfinite(best):
-        finite = np.flatnonzero(gains > -np.inf)
-        return int(finite[0]) if len(finite) else int(np.flatnonzero(free)[0])
+        top = np.flatnonzero(gains == best) if best > 0 else np.zeros(0, dtype=np.intp)
+        return int(top[0]) if len(top) else int(np.flatnonzero(free)[0])
     if tie_tol <= 0:
         return int(np.argmax(gains))
     return int(np.flatnonzero(gains >= best - tie_tol * max(abs(best), 1.0))[0])
