@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import eigh, lapack, solve_triangular
 
-from coreval.base.checks import check_positive_int
+from coreval.base.checks import check_k
 from coreval.errors import ValidationError, preview
 
 _TINY = 1e-300
@@ -277,9 +277,7 @@ def _inverse(cov: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------- drivers
 def _check_k(k: int, n: int, mandatory: list[int]) -> int:
     """``k`` as an int in ``[max(1, len(mandatory)), n]``."""
-    k = check_positive_int("k", k)
-    if k > n:
-        raise ValidationError(f"k={k} must be between 1 and the {n} benchmarks")
+    k = check_k(k, n)
     if len(mandatory) > k:
         raise ValidationError(f"{len(mandatory)} mandatory benchmarks exceed k={k}")
     return k

@@ -56,11 +56,6 @@ class Standardization:
         """Standardised scores -> raw scores (undoes :meth:`forward`)."""
         return invert_transform(np.asarray(z) * self.std + self.mean, self.transform, self.upper)
 
-    def take(self, columns: np.ndarray) -> Standardization:
-        """The standardisation of some columns (positions), in their order."""
-        return Standardization(self.mean[columns], self.std[columns], self.transform,
-                               None if self.upper is None else self.upper[columns])
-
 
 def column_maxima(values: np.ndarray) -> np.ndarray:
     """Largest observed score of each column, floored at :data:`LOGIT_CLIP` (1 if unobserved)."""

@@ -31,6 +31,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from coreval._progress import progress_bar
+from coreval.base.checks import check_positive_int
 from coreval.errors import ValidationError, preview
 from coreval.responses.store import ResponseStore
 
@@ -238,8 +239,7 @@ def embed_texts(texts: Sequence[str], embedder: Embedder, *, cache: EmbeddingCac
     -------
     ndarray of shape (len(texts), dim), float32
     """
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValidationError(f"chunk_size must be a positive integer, got {chunk_size!r}")
+    chunk_size = check_positive_int("chunk_size", chunk_size)
     texts = [str(t) for t in texts]
     stats = stats if stats is not None else EmbedStats()
     keys = [_key(embedder.name, t) for t in texts]
