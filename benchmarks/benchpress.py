@@ -691,8 +691,7 @@ def goals_section(cache: Path) -> list[str]:
             top = min(crossfold, key=lambda n: crossfold[n]["crossfold_width90"])
             r = crossfold[top]
             row(f"  median width90 < 27.17 under the authors' interval protocol (best: `{top}`, "
-                f"coverage "
-                f"{r['crossfold_coverage90']:.3f}; see the notes)", "27.17",
+                f"coverage {r['crossfold_coverage90']:.3f}; see the notes)", "27.17",
                 r["crossfold_width90"], r["crossfold_width90"] < 27.17, 2)
         row("margin-5 ranking ≥ 0.93", "0.9205", bayes["rank_acc"], bayes["rank_acc"] >= 0.93,
             4)
