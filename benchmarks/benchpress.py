@@ -655,11 +655,10 @@ def goals_section(cache: Path) -> list[str]:
         path = cache / name
         return json.loads(path.read_text()) if path.exists() else None
 
-    rs = load("benchpress_als-logit-rs_30.json")
+    ranked = {n: r for n in METHODS if (r := load(f"benchpress_{n}_30.json"))}
+    rs = ranked.get("als-logit-rs")
     # the default calibration (a third of the training cells); the -inner10 variants below
-    conformal = {name: load(f"benchpress_{name}_30.json")
-                 for name in METHODS if name.endswith("-conformal")}
-    conformal = {name: s for name, s in conformal.items() if s}
+    conformal = {n: r for n, r in ranked.items() if n.endswith("-conformal")}
     name = min(conformal, key=lambda n: conformal[n]["medae"]) if conformal else None
     bayes = conformal.get(name)
     lines = ["## Goals of the issue", "",
@@ -676,7 +675,7 @@ def goals_section(cache: Path) -> list[str]:
     if bayes:
         row(f"best MedAE ≤ 4.2 (`{name}`; the rows below are the same method's)", "4.629",
             bayes["medae"], bayes["medae"] <= 4.2)
-        tenth = load(f"benchpress_{name}-inner10_30.json")
+        tenth = ranked.get(f"{name}-inner10")
         for label, s in (("", bayes), ("  with a tenth of the training cells for the factor "
                                        "(not a blind test, see the notes): ", tenth)):
             if s:
@@ -685,8 +684,7 @@ def goals_section(cache: Path) -> list[str]:
                     0.88 <= cov <= 0.92)
                 row(f"{label}median width90 < 27.17 (pooled over cells)", "27.17",
                     s["width90_pooled"], s["width90_pooled"] < 27.17, 2)
-        crossfold = {n: r for n in METHODS
-                     if (r := load(f"benchpress_{n}_30.json")) and "crossfold_width90" in r}
+        crossfold = {n: r for n, r in ranked.items() if "crossfold_width90" in r}
         if crossfold:
             top = min(crossfold, key=lambda n: crossfold[n]["crossfold_width90"])
             r = crossfold[top]
@@ -695,8 +693,6 @@ def goals_section(cache: Path) -> list[str]:
                 r["crossfold_width90"], r["crossfold_width90"] < 27.17, 2)
         row("margin-5 ranking ≥ 0.93", "0.9205", bayes["rank_acc"], bayes["rank_acc"] >= 0.93,
             4)
-    ranked = {n: load(f"benchpress_{n}_30.json") for n in METHODS}
-    ranked = {n: r for n, r in ranked.items() if r}
     if ranked:
         top = max(ranked, key=lambda n: ranked[n]["rank_acc"])
         row(f"  margin-5 ranking ≥ 0.93, any method (best: `{top}`, MedAE "
