@@ -13,12 +13,19 @@ transformed scores ``z`` (:mod:`coreval.lowrank.transform`):
 ``sigma_0`` for every column). This is Bayesian probabilistic matrix factorisation
 (Salakhutdinov & Mnih 2008) with biases (Koren, Bell & Volinsky 2009) and a per-column noise.
 Known covariates of the models (rows) ``x_i`` (standardised; e.g. a reasoning flag, open
-weights, the release date) enter as a regression with per-benchmark coefficients,
+weights, the release date) enter twice. As a regression with per-benchmark coefficients,
 
     + x_i . B_j,   B_jp ~ N(0, s_b^2),  s_b ~ HalfNormal(0.5),
 
-side information in the manner of Porteous, Asuncion & Welling (2010): it informs rows
-with few observed cells and leaves the factors the variation the covariates do not explain.
+side information in the manner of Porteous, Asuncion & Welling (2010); and in the prior
+means of each row's bias and factors, shared by every benchmark,
+
+    a_i ~ N(x_i . g_a, s_a^2),   U_i ~ N(x_i G_U, I),   g_a, G_U ~ N(0, 1),
+
+as in Park, Kim & Choi (2013) and Agarwal & Chen (2009). The per-benchmark slopes need many
+cells of each benchmark; the shared prior means are learnt from every cell, so a model with
+few observed cells whose covariates lie past the training models' (a new release) is
+centred where the covariates place it, not at the training models' average.
 
 Inference is NUTS (:func:`fit_lowrank_nuts`, one chain started at a Bias-ALS fit), or
 stochastic variational inference with numpyro's ``AutoNormal`` guide (one jitted ``lax.scan``
@@ -68,7 +75,8 @@ def lowrank_model(z: Any, mask: Any, rank: int, noise: Noise = "column",
         Degrees of freedom of a Student-t likelihood (heavier tails than the default normal,
         robust to the occasional cell far off the low-rank surface).
     row_features : jax array of shape (n_rows, n_features), optional
-        Standardised covariates of the rows, with per-column coefficients ``B``.
+        Standardised covariates of the rows, with per-column coefficients ``B`` and shared
+        coefficients ``G_a``, ``G_U`` of the rows' prior means.
 
     References
     ----------
@@ -78,6 +86,9 @@ def lowrank_model(z: Any, mask: Any, rank: int, noise: Noise = "column",
     recommender systems. IEEE Computer 42(8).
     Porteous, I., Asuncion, A. & Welling, M. (2010). Bayesian matrix factorization with side
     information and Dirichlet process mixtures. AAAI.
+    Park, S., Kim, Y.-D. & Choi, S. (2013). Hierarchical Bayesian matrix factorization with
+    side information. IJCAI.
+    Agarwal, D. & Chen, B.-C. (2009). Regression-based latent factor models. KDD.
     """
     import jax.numpy as jnp
     import numpyro
@@ -92,6 +103,10 @@ def lowrank_model(z: Any, mask: Any, rank: int, noise: Noise = "column",
         a = numpyro.sample("a_raw", dist.Normal(0.0, 1.0)) * s_a
     with numpyro.plate("cols", n_cols, dim=-1):
         c = numpyro.sample("c_raw", dist.Normal(0.0, 1.0)) * s_c
+    if row_features is not None:
+        # the covariates also move the prior mean of each row's bias and factors
+        with numpyro.plate("features_a", row_features.shape[1], dim=-1):
+            a = a + row_features @ numpyro.sample("G_a", dist.Normal(0.0, 1.0))
     loc = mu + a[:, None] + c[None, :]
     if rank > 0:
         with numpyro.plate("factors", rank, dim=-1):
@@ -100,6 +115,9 @@ def lowrank_model(z: Any, mask: Any, rank: int, noise: Noise = "column",
                 u = numpyro.sample("U", dist.Normal(0.0, 1.0))
             with numpyro.plate("cols_f", n_cols, dim=-2):
                 v = numpyro.sample("V_raw", dist.Normal(0.0, 1.0))
+            if row_features is not None:
+                with numpyro.plate("features_u", row_features.shape[1], dim=-2):
+                    u = u + row_features @ numpyro.sample("G_U", dist.Normal(0.0, 1.0))
         loc = loc + u @ (v * s_f).T
     if row_features is not None:
         s_b = numpyro.sample("s_b", dist.HalfNormal(0.5))
@@ -424,7 +442,9 @@ def fit_lowrank_nuts(z: np.ndarray, observed: np.ndarray, *, rank: int = 2,
         values = start_values(init, z, observed, pad)
         if features is not None:
             values.update({"s_b": np.asarray(0.1),
-                           "B_raw": np.zeros((n_cols, features.shape[1]))})
+                           "B_raw": np.zeros((n_cols, features.shape[1])),
+                           "G_a": np.zeros(features.shape[1]),
+                           "G_U": np.zeros((features.shape[1], int(rank)))})
     start = _unconstrained_start(args, values, int(seed))
     run = _nuts_runner(int(rank), str(noise), df, int(num_warmup), int(num_samples),
                        int(max_tree_depth))

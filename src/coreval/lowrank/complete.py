@@ -235,6 +235,7 @@ def complete_bayes(values: np.ndarray, *, transform: Transform = "logit",
     row_features : ndarray of shape (n_models,) or (n_models, n_features), optional
         Known covariates of the models (e.g. a reasoning flag, open weights, the release
         date as a number), standardised here and entered with per-benchmark coefficients
+        and in the prior means of each model's bias and factors
         (:func:`coreval.lowrank.bayes.lowrank_model`); NUTS only.
     fractions : bool
         Columns on a 0-1 scale are percentages / 100
