@@ -46,6 +46,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,7 @@ from coreval.data import load_matrix
 from coreval.gaussian import greedy_entropy, greedy_mi, greedy_variance
 from coreval.harness.cells import evaluate_cells, evaluate_probes, read_cell_folds
 from coreval.lowrank import (
+    Completion,
     complete_als,
     complete_bayes,
     complete_bias_als,
@@ -266,18 +268,25 @@ AUTHOR_PROBES = {
                            "hmmt_feb_2026"), None, None, 0.845),
 }
 
-#: Release families of the temporal view (the anchors README's eight families; members by
-#: model id); each is predicted from the models released strictly before its earliest member.
+#: Release families of the temporal view: the anchors README's eight families, with the
+#: members and training sets of the authors' table (`experiments/sec5_findings/
+#: temporal_deployment/table.tex` in microsoft/benchpress: its "# Variants" and "Train"
+#: columns). Each family is predicted from the models released strictly before its cutoff,
+#: the earliest member's release date unless ``FAMILY_CUTOFFS`` names another.
 FAMILIES = {
     "DeepSeek R1": ("deepseek-r1", "deepseek-r1-distill-llama-70b"),
     "GPT-4.1": ("gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano"),
     "Qwen 3": ("qwen3-235b", "qwen3-32b", "qwen3-8b", "qwen3-30b-a3b"),
     "Claude Sonnet/Opus 4": ("claude-sonnet-4", "claude-opus-4"),
     "Gemini 2.5 Pro": ("gemini-2.5-pro",),
-    "GPT-5": ("gpt-5", "gpt-5-mini", "gpt-5-nano"),
+    "GPT-5": ("gpt-5",),
     "Claude Sonnet 4.5": ("claude-sonnet-4.5",),
     "GPT-5.1": ("gpt-5.1",),
 }
+
+#: The authors' table trains Gemini 2.5 Pro on 33 models: those released before its
+#: preview (2025-03-25); ``models.csv`` dates it by its general release (2025-06-27).
+FAMILY_CUTOFFS = {"Gemini 2.5 Pro": "2025-03-25"}
 
 #: Probe sets scored by each completer besides ``als-logit`` (which scores them all): NUTS
 #: fits are slow, and the rank-choosing completer runs four per held-out model.
@@ -383,23 +392,65 @@ def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
     return [*lines, ""]
 
 
+def temporal_family(values: np.ndarray, rows: list[int], train_rows: np.ndarray, k: int,
+                    seed: int, completer: Callable[[np.ndarray], Completion]
+                    ) -> dict[str, list[float] | int]:
+    """One family and seed of the temporal view, scored as the authors score it.
+
+    Each member reveals ``k`` of its observed scores at random; the completer sees the
+    training rows and the revealed cells. A hidden cell whose benchmark has no observed
+    score in that matrix is "not predictable" in the authors' protocol (their column
+    z-score is undefined there) and leaves the metric; revealed cells stay at zero error.
+
+    Returns
+    -------
+    dict
+        ``errors``: the absolute errors of the metric cells (revealed cells as 0);
+        ``hidden``: those of the predictable hidden cells; ``not_predictable``: their count.
+    """
+    rng = np.random.default_rng([seed, *rows])
+    train = np.full_like(values, np.nan)
+    train[train_rows] = values[train_rows]
+    revealed = {}
+    for r in rows:
+        obs = np.flatnonzero(~np.isnan(values[r]))
+        revealed[r] = rng.choice(obs, size=min(k, obs.size), replace=False)
+        train[r, revealed[r]] = values[r, revealed[r]]
+    predictable = (~np.isnan(train)).any(axis=0)
+    pred = completer(train).mean
+    hidden, n_out = [], 0
+    for r in rows:
+        obs = np.flatnonzero(~np.isnan(values[r]))
+        hid = np.setdiff1d(obs, revealed[r])
+        n_out += int((~predictable[hid]).sum())
+        hid = hid[predictable[hid]]
+        hidden.extend(np.abs(pred[r, hid] - values[r, hid]).tolist())
+    n_revealed = sum(len(v) for v in revealed.values())
+    return {"errors": [0.0] * n_revealed + hidden, "hidden": hidden, "not_predictable": n_out}
+
+
 def temporal_section(values: np.ndarray, models: list[str], dates: list[str], k: int,
                      n_seeds: dict[str, int], cache: Path | None) -> list[str]:
     lines = ["## New releases (temporal view)", "",
-             f"Each family is predicted from the models released strictly before its earliest "
-             f"member; every member reveals {k} of its observed scores at random and the rest "
-             "are predicted. Per family, MedAE over its members' observed cells pooled over "
-             "seeds (revealed cells at zero error; hidden cells only in the second column); "
-             "the headline is the median over the 8 families. The authors' families are "
-             "named in the anchors README but their member lists are not; the members here "
-             "are this matrix's models of those families (ids in `benchmarks/benchpress.py`).",
+             "The authors' protocol (`experiments/sec5_findings/temporal_deployment`, the "
+             "eight-family version whose numbers are in the anchors). Each family is "
+             "predicted from the models released strictly before its cutoff (members and "
+             "training sets as in the authors' table; ids in `benchmarks/benchpress.py`); "
+             f"every member reveals {k} of its observed scores at random and the rest are "
+             "predicted. A hidden cell whose benchmark has no observed score in the training "
+             "matrix is not predictable and leaves the metric, as in the authors' code; the "
+             "revealed cells count at zero error. Per family, the median over seeds of each "
+             "seed's MedAE; the headline is the median over the 8 families. Hidden cells "
+             "only: the MedAE of all families' and seeds' predictable hidden cells pooled "
+             "(the authors' summary). Per-family columns: the first number.",
              "", "| completer | seeds | MedAE (median over families) | hidden cells only | "
-             + " | ".join(FAMILIES) + " |",
-             "|---|---|---|---|" + "---|" * len(FAMILIES),
-             "| BenchPress (authors' numbers) | 10 | 5.04 | 6.53 |" + " |" * len(FAMILIES)]
+             "not predictable | " + " | ".join(FAMILIES) + " |",
+             "|---|---|---|---|---|" + "---|" * len(FAMILIES),
+             "| BenchPress (authors' numbers) | 10 | 5.04 | 6.53 | |" + " |" * len(FAMILIES)]
     dates = np.asarray(dates)
     for comp, seeds in n_seeds.items():
-        path = None if cache is None else cache / f"benchpress_temporal_{comp}_{seeds}.json"
+        path = (None if cache is None else
+                cache / f"benchpress_temporal_authors_{comp}_{seeds}.json")
         if path is not None and path.exists():
             res = json.loads(path.read_text())
         else:
@@ -407,36 +458,24 @@ def temporal_section(values: np.ndarray, models: list[str], dates: list[str], k:
             completer = PROBE_COMPLETERS[comp][0]
             for fam, ids in FAMILIES.items():
                 rows = [models.index(m) for m in ids]
-                cutoff = min(dates[rows])
+                cutoff = FAMILY_CUTOFFS.get(fam, min(dates[rows]))
                 train_rows = np.flatnonzero(dates < cutoff)
-                all_err, hidden_err = [], []
-                for seed in range(seeds):
-                    rng = np.random.default_rng(1000 * seed + len(res))
-                    train = np.full_like(values, np.nan)
-                    train[train_rows] = values[train_rows]
-                    revealed = {}
-                    for r in rows:
-                        obs = np.flatnonzero(~np.isnan(values[r]))
-                        revealed[r] = rng.choice(obs, size=min(k, obs.size), replace=False)
-                        train[r, revealed[r]] = values[r, revealed[r]]
-                    pred = completer(train).mean
-                    for r in rows:
-                        obs = np.flatnonzero(~np.isnan(values[r]))
-                        hid = np.setdiff1d(obs, revealed[r])
-                        e = np.abs(pred[r, hid] - values[r, hid])
-                        hidden_err.extend(e)
-                        all_err.extend(e)
-                        all_err.extend([0.0] * len(revealed[r]))
-                res[fam] = (float(np.median(all_err)), float(np.median(hidden_err)))
-                print(f"temporal {comp} {fam}: {res[fam]}", file=sys.stderr, flush=True)
+                res[fam] = [temporal_family(values, rows, train_rows, k, seed, completer)
+                            for seed in range(seeds)]
+                print(f"temporal {comp} {fam}: "
+                      f"{np.median([np.median(s['errors']) for s in res[fam]]):.3f}",
+                      file=sys.stderr, flush=True)
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(res))
-        med = np.median([v[0] for v in res.values()])
-        med_hidden = np.median([v[1] for v in res.values()])
+        per_family = {f: float(np.median([np.median(s["errors"]) for s in res[f]]))
+                      for f in FAMILIES}
+        med = float(np.median(list(per_family.values())))
+        med_hidden = float(np.median([e for f in FAMILIES for s in res[f] for e in s["hidden"]]))
+        n_out = sum(s["not_predictable"] for f in FAMILIES for s in res[f])
         OUR_RESULTS.setdefault("temporal", []).append((comp, med, med_hidden))
-        lines.append(f"| {comp} | {seeds} | {med:.2f} | {med_hidden:.2f} | "
-                     + " | ".join(f"{res[f][0]:.2f}" for f in FAMILIES) + " |")
+        lines.append(f"| {comp} | {seeds} | {med:.2f} | {med_hidden:.2f} | {n_out} | "
+                     + " | ".join(f"{per_family[f]:.2f}" for f in FAMILIES) + " |")
     return [*lines, ""]
 
 
@@ -527,8 +566,9 @@ NOTES = [
     "- `bayes-metadata` as a probe completer hides one model per completion, as `als-logit` "
     "does (84 NUTS fits per probe set, about 13 s each); the covariates are known for a new "
     "model before any benchmark is run. With only five revealed scores the posterior mean "
-    "shrinks a row towards the training models, which lowers the absolute errors of the "
-    "hidden cells more than it orders close models (see its ranking column).",
+    "shrinks a row towards what the training models and its covariates predict for it, "
+    "which lowers the absolute errors of the hidden cells more than it orders close models "
+    "(see its ranking columns).",
     "- Model settings of `bayes`: rank 2 (the authors' default) and the Student-t's 4 degrees "
     "of freedom were fixed after trying rank 2 / 3 and normal / Student-t noise on the first "
     "three of these 30 folds (no per-fold tuning); the conformal factor is chosen inside "
@@ -536,18 +576,15 @@ NOTES = [
     "of one gave no gain on folds 4-9 (median MedAE 4.38 vs 4.36), so the posterior is not "
     "stuck in one mode; averaging the posterior mean with Bias-ALS (0.3 weight) neither "
     "(4.37).",
-    "- `bayes-metadata-loo-conformal` and the `bayes-metadata-loo` completer choose the rank "
+    "- `bayes-metadata-loo-conformal` and the `bayes-metadata-loo` completer (rows marked †: "
+    "the model before the covariates set the rows' prior means) choose the rank "
     "inside each fit among 1-4 (the grid of `als-nested`) by PSIS-LOO of the training cells "
     "(`complete_bayes(rank=(1, 2, 3, 4))`, arviz's `loo` on every observed cell's "
     "log-likelihood): one NUTS fit per rank, so about 2.5 times the time of a fixed rank. "
     "The training cells favour the top of the grid (rank 4 in 28 of the 30 folds), more "
-    "factors than the authors' rank 2. The change is within the Monte Carlo noise on "
-    "held-out cells (MedAE 4.205 → 4.188) and on the authors' probe chain (3.786 → 3.814; "
-    "hidden cells 4.514 → 4.494); for new releases the median over families drops from "
-    "5.72 to 5.60 (10 seeds), still above Bias-ALS (5.31) and the authors (5.04). With "
-    "5 revealed scores the draw of those scores dominates: the first 3 of the 10 seeds "
-    "alone gave 5.06 for the rank choice and 5.45 for rank 2, hence 10 seeds for every "
-    "completer, as the authors ran. In the Table 4 section, `bayes-lowrank-mi` with the same "
+    "factors than the authors' rank 2. With that model the change was within the Monte "
+    "Carlo noise on held-out cells (MedAE 4.205 → 4.188) and on the authors' probe chain "
+    "(3.786 → 3.814; hidden cells 4.514 → 4.494). In the Table 4 section, `bayes-lowrank-mi` with the same "
     "choice on the training models (`BayesLowRankImputer(rank=(1, 2, 3, 4))`) gains a little "
     "R² on both matrices and stays below the Gaussian imputer.",
     "- `bayes-metadata-stack-conformal` and the `bayes-metadata-stack` completer keep all "
@@ -556,35 +593,35 @@ NOTES = [
     "log score of the mixture of the training cells; `complete_bayes(rank=(1, 2, 3, 4), "
     "rank_combination=\"stack\")`), from the same four NUTS fits as the rank choice; its "
     "conformal factor's inner fit stacks again on the inner cells (eight NUTS fits per "
-    "fold). Rank 4 gets most of the weight, rank 3 most of the rest, rank 1 a few per cent "
-    "and rank 2 almost none. Stacking was tried after the rank choice because selecting one "
+    "fold). Rank 4 gets most of the weight and rank 3 most of the rest (the weights above). "
+    "Stacking was tried after the rank choice because selecting one "
     "model discards the others' predictive information (the argument of Yao et al.); on the "
     "first 12 folds, before the 30-fold run, the stacked posterior mean had a lower fold "
-    "MedAE than the chosen rank's in 9 of 12 folds (mean 4.250 → 4.215). Over the 30 folds "
-    "the median MedAE is 4.143 against the rank choice's 4.188, within the Monte Carlo "
-    "noise stated below; its pooled coverage is 0.925 with a median width of 30.98, "
-    "wider than the authors' 27.17 (next note). On "
-    "the authors' probe chain it gives 3.805 (hidden cells 4.476, ranking over the pairs "
-    "with a hidden cell 0.833), again within the noise of the rank choice (3.814 / 4.494 / "
-    "0.833). For new releases (10 "
-    "seeds) the median over families is 5.54 (hidden cells 6.66): below the rank choice "
-    "(5.60), above Bias-ALS (5.31) and the authors (5.04).",
+    "MedAE than the chosen rank's in 9 of 12 folds (mean 4.250 → 4.215); over the 30 "
+    "folds, with the model before the covariates set the rows' prior means, 4.143 against "
+    "the rank choice's 4.188, within the Monte Carlo noise stated below, and on the "
+    "authors' probe chain 3.805 (hidden cells 4.476; rank choice 3.814 / 4.494). With the "
+    "current model the stacked posterior gives a MedAE of 4.061 against 4.108 for rank 2 "
+    "alone (`bayes-metadata`), with a margin-5 ranking of 0.9291 against 0.9314: the same "
+    "order as before, again within about the Monte Carlo noise.",
     "- The nested conformal factor was fixed after an earlier version of this table "
     "(CHANGELOG): its inner fit's column transform had been fitted with the inner "
     "calibration cells too, which let them shape the inner fit's column means and scales, "
-    "and its quantile was one order statistic high. With the fix the four conformal rows "
-    "that hold out a third cover 0.922–0.925 (pooled) with median widths of 31.0–31.7, "
-    "against about 0.88 and 25.3–26.3 before it: the factor over-covers on this matrix. "
+    "and its quantile was one order statistic high. With the fix the conformal rows that "
+    "hold out a third cover 0.921–0.925 (pooled) with median widths of 30.3–31.7 "
+    "(`bayes-metadata-conformal` with the current model: 0.921 and 30.30), against about "
+    "0.88 and 25.3–26.3 before it: the factor over-covers on this matrix. "
     "The inner fit that "
     "calibrates the factor trains on two thirds of the training cells, so it predicts its "
     "calibration cells worse than the full fit predicts the held-out cells. On this matrix "
     "that is the cause: hiding a tenth instead of a third "
-    "(`bayes-metadata-conformal-inner10`) gives a pooled coverage of 0.908 with a median "
-    "width of 29.34 (`bayes-metadata-conformal`, with a third: 0.922 and 31.43), its "
-    "factor varying more between folds, and the stacked posterior with it "
+    "(`bayes-metadata-conformal-inner10`, the model before the covariates set the rows' "
+    "prior means) gives a pooled coverage of 0.908 with a median width of 29.34 "
+    "(`bayes-metadata-conformal` with a third, same model: 0.922 and 31.43), its factor "
+    "varying more between folds, and the stacked posterior with it "
     "(`bayes-metadata-stack-conformal-inner10`) covers 0.910 with a median width of 29.00 "
-    "at a MedAE of 4.143 (in the goals; the tenth was tried because of the third's "
-    "over-coverage on these folds, so that row is not a blind test). On the other matrices with missing cells "
+    "(the tenth was tried because of the third's over-coverage on these folds, so those "
+    "rows are not a blind test). On the other matrices with missing cells "
     "(`conformal_cells.md`: the older BenchPress release, MERGED, MTEB) the two "
     "fractions give the same mean coverage (0.910 and 0.911, 0.907 and 0.911, 0.899 and "
     "0.899), so the fraction stays 1/3. The "
@@ -598,10 +635,11 @@ NOTES = [
     "the other 9 seeds. Ours are calibrated inside each fold on its training cells only. "
     "Under their protocol (`crossfold_interval`, with our posterior's half-width as the "
     "uncertainty score and no risk model), `bayes-metadata` covers 0.900 with a median "
-    "width of 26.48, `bayes` 0.900 with 26.93 and `bayes-metadata-stack` 0.900 with 26.06, "
+    "width of 25.81, `bayes` 0.900 with 26.93 and `bayes-metadata-stack` 0.900 with 25.53, "
     "all narrower than their 27.17 at their coverage.",
     "- Two calibrations without the nested fit's loss of cells were tried on "
-    "`bayes-metadata`'s 30 fits and are not offered. (1) Leave-one-cell-out: each training "
+    "`bayes-metadata`'s 30 fits (the model before the covariates set the rows' prior "
+    "means) and are not offered. (1) Leave-one-cell-out: each training "
     "cell's PSIS-LOO predictive CDF (importance weights from `arviz.psislw`) gives its "
     "probability integral transform u, and the conformal quantile of |u − 1/2| sets the "
     "interval's nominal level; the levels came out 0.90–0.92 and the held-out cells were "
@@ -620,19 +658,43 @@ NOTES = [
     "of 4.32 and 4.39 (an earlier sampler, XLA on one and on two threads), 4.34, and 4.36 "
     "(this table). Differences smaller than about 0.07 in MedAE, or 0.005 in ranking "
     "accuracy, between the Bayesian rows of the held-out-cell table are within that noise. Probe "
-    "completions, where a hidden row reveals only 5 scores, vary more: `bayes-metadata` "
-    "gave 4.07 (earlier sampler) and 4.19 (this table) on the allowlist's "
-    "greedy-posterior-variance probes, 3.85 and 3.79 on the authors' chain, 3.91 and 3.93 "
-    "on the greedy-posterior-variance probes from all benchmarks.",
+    "completions, where a hidden row reveals only 5 scores, vary more: two runs of "
+    "`bayes-metadata` with the model before the covariates set the rows' prior means gave "
+    "4.07 and 4.19 on the allowlist's greedy-posterior-variance probes, 3.85 and 3.79 on "
+    "the authors' chain, 3.91 and 3.93 on the greedy-posterior-variance probes from all "
+    "benchmarks.",
     "- `bayes-metadata` adds the three covariates `models.csv` has (reasoning flag, open "
     "weights, release date; the two models without an open-weights entry get the column's "
     "mean), all of them, none chosen by their effect; "
     "before the 30-fold run it was tried on folds 4-9 only (median MedAE 4.36 → 4.25). "
     "Adding the provider (one-hot, the 10 providers with two or more models) made it worse "
-    "there (4.37) and is not used.",
+    "there (4.37) and is not used. The covariates also set the prior means of each "
+    "model's bias and factors, with coefficients shared by all benchmarks (Park, Kim & "
+    "Choi 2013; CHANGELOG): that was added after the new-release view showed the releases "
+    "that beat every older model pulled back to the older models' average (DeepSeek R1 "
+    "9.33 and Gemini 2.5 Pro 11.09, against 6.93 and 7.35 for Bias-ALS on the same draws; "
+    "now 7.23 and 8.01). It also lowered the held-out-cell MedAE (4.205 → 4.108) and the "
+    "authors' probe chain's (3.786 → 3.667), but it was chosen after seeing these data, "
+    "so it is not a blind test here; `tests/test_lowrank.py` checks it on simulated models "
+    "newer than the training range.",
     "- Where a model reveals only a few scores (probes, new releases) the posterior mean "
-    "shrinks its row towards the training models; Bias-ALS (lambda 0.1) extrapolates "
-    "further, which pays for new releases that beat every older model.",
+    "shrinks its row towards what the training models and its covariates predict; Bias-ALS "
+    "(lambda 0.1) extrapolates further. On the same revealed draws `bayes-metadata` has "
+    "the lower MedAE over the hidden cells pooled (6.43 against Bias-ALS's 6.90) and the "
+    "higher median over the 8 families (5.21 against 4.69): Bias-ALS is ahead on 5 of the "
+    "8 families, the Bayesian model on Qwen 3, GPT-5 and GPT-5.1.",
+    "- New releases follow the authors' code (`experiments/sec5_findings/"
+    "temporal_deployment/run.py` and `gen_table.py` in their repository; the numbers in the "
+    "anchors are from its eight-family version, whose table gives each family's members "
+    "and training-set size). The not-predictable rule was checked against the summary of "
+    "its later 27-target version (`hidden_only_summary_by_k.json`, each model released "
+    "between DeepSeek R1 and GPT-5.1 with more than 20 scores its own target): with "
+    "Bias-ALS, 5 revealed scores and 10 seeds, the count of not-predictable hidden cells "
+    "is within 2 of theirs for each of the 27 targets (the draws differ). Because the "
+    "revealed draws differ, `als-logit` (the authors' method re-run on our draws: 4.69, "
+    "hidden cells 6.90) is the paired reference for the other completers; its per-family "
+    "MedAEs are within 0.7 of the authors' table (for example DeepSeek R1 6.93 against "
+    "6.7, Gemini 2.5 Pro 7.35 against 6.7, GPT-5 4.73 against 4.9).",
     "- Timings were taken on the shared 2-core machine with two of these jobs at once, "
     "single-threaded; `bayes-conformal` runs two NUTS fits per fold. The first NUTS fit of "
     "a process compiles the sampler (about 15 s); later fits of the same padded shape reuse "
@@ -680,8 +742,8 @@ def goals_section(cache: Path) -> list[str]:
                                        "(not a blind test, see the notes): ", tenth)):
             if s:
                 cov = s["coverage90_pooled"]
-                row(f"{label}coverage90 in [0.88, 0.92] (pooled over cells)", "0.899", cov,
-                    0.88 <= cov <= 0.92)
+                row(f"{label}coverage90 in [0.88, 0.92] (pooled over cells)", "0.8994", cov,
+                    0.88 <= cov <= 0.92, 4)
                 row(f"{label}median width90 < 27.17 (pooled over cells)", "27.17",
                     s["width90_pooled"], s["width90_pooled"] < 27.17, 2)
         crossfold = {n: r for n, r in ranked.items() if "crossfold_width90" in r}
@@ -725,13 +787,20 @@ def goals_section(cache: Path) -> list[str]:
         row(f"  the same, pairs with a hidden cell only (best: {best[0]}, {best[1]})", "—",
             best[2]["rank_acc_hidden"], None)
     temporal = OUR_RESULTS.get("temporal", [])
-    if temporal:
-        best = min(temporal, key=lambda r: r[1])
+    # `als-logit` is the authors' method: it is the reference on the same draws, not a
+    # coreval method that could beat it
+    ours = [r for r in temporal if r[0] != "als-logit"]
+    if ours:
+        best = min(ours, key=lambda r: r[1])
         row(f"new releases, k = 5: MedAE < 5.04 (best: {best[0]})", "5.04", best[1],
             best[1] < 5.04, 2)
-        best = min(temporal, key=lambda r: r[2])
-        row(f"  hidden cells only: < 6.53 (best: {best[0]})", "6.53", best[2], best[2] < 6.53,
-            2)
+        best_hidden = min(ours, key=lambda r: r[2])
+        row(f"  hidden cells only: < 6.53 (best: {best_hidden[0]})", "6.53", best_hidden[2],
+            best_hidden[2] < 6.53, 2)
+    for comp, med, med_hidden in temporal:
+        if comp == "als-logit":
+            row("  the authors' Bias-ALS on the same revealed draws (`als-logit`): MedAE, "
+                f"hidden cells only {med_hidden:.2f}", "5.04", med, None, 2)
     for ds, goal in OTHER_GOALS.items():
         results = OUR_RESULTS.get(f"other-{ds}", [])
         if results:

@@ -289,14 +289,18 @@ def test_bayes_row_features_inform_sparse_rows(rng):
     observed[sparse] = False
     observed[sparse[:, None], rng.permuted(np.tile(np.arange(n_cols), (10, 1)),
                                            axis=1)[:, :1]] = True
-    values = np.where(observed, full, np.nan)
-    opts = dict(rank=1, num_warmup=100, num_samples=100, max_tree_depth=5, seed=0)
-    plain = complete_bayes(values, **opts)
-    informed = complete_bayes(values, row_features=x, **opts)
-    hidden = ~observed[sparse]
-    err = {name: np.median(np.abs(c.mean[sparse] - full[sparse])[hidden])
-           for name, c in (("plain", plain), ("informed", informed))}
+    err = _errors_with_and_without_features(full, observed, sparse, x, num_warmup=100,
+                                            num_samples=100, max_tree_depth=5)
     assert err["informed"] < 0.7 * err["plain"]
+
+
+def _errors_with_and_without_features(full, observed, rows, x, **opts):
+    """Median |error| of ``rows``' hidden cells, completed without and with covariates."""
+    values = np.where(observed, full, np.nan)
+    hidden = ~observed[rows]
+    return {name: np.median(np.abs(complete_bayes(values, rank=1, seed=0, **extra).mean[rows]
+                                   - full[rows])[hidden])
+            for name, extra in (("plain", opts), ("informed", {**opts, "row_features": x}))}
 
 
 def test_bayes_nuts_compiles_once_per_padded_shape(rng):
@@ -390,13 +394,8 @@ def test_bayes_row_features_shift_new_rows_beyond_the_training_range(rng):
     observed[new] = False
     for i in new:
         observed[i, rng.choice(n_cols, 3, replace=False)] = True
-    values = np.where(observed, full, np.nan)
-    opts = dict(rank=1, num_warmup=150, num_samples=150, max_tree_depth=6, seed=0)
-    plain = complete_bayes(values, **opts)
-    informed = complete_bayes(values, row_features=x, **opts)
-    hidden = ~observed[new]
-    err = {name: np.median(np.abs(c.mean[new] - full[new])[hidden])
-           for name, c in (("plain", plain), ("informed", informed))}
+    err = _errors_with_and_without_features(full, observed, new, x, num_warmup=150,
+                                            num_samples=150, max_tree_depth=6)
     # per-benchmark slopes alone (without the shared shift of the rows' prior) give 0.60
     assert err["informed"] < 0.56 * err["plain"], err
 
