@@ -442,7 +442,7 @@ def temporal_section(values: np.ndarray, models: list[str], dates: list[str], k:
              "revealed cells count at zero error. Per family, the median over seeds of each "
              "seed's MedAE; the headline is the median over the 8 families. Hidden cells "
              "only: the MedAE of all families' and seeds' predictable hidden cells pooled "
-             "(the authors' summary). Per-family columns: the first number.",
+             "(the authors' summary). Per-family columns: the family's MedAE.",
              "", "| completer | seeds | MedAE (median over families) | hidden cells only | "
              "not predictable | " + " | ".join(FAMILIES) + " |",
              "|---|---|---|---|---|" + "---|" * len(FAMILIES),
