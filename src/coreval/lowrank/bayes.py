@@ -20,7 +20,7 @@ weights, the release date) enter twice. As a regression with per-benchmark coeff
 side information in the manner of Porteous, Asuncion & Welling (2010); and in the prior
 means of each row's bias and factors, shared by every benchmark,
 
-    a_i ~ N(x_i . g_a, s_a^2),   U_i ~ N(x_i G_U, I),   g_a, G_U ~ N(0, 1),
+    a_i ~ N(x_i . G_a, s_a^2),   U_i ~ N(x_i G_U, I),   G_a, G_U ~ N(0, 1),
 
 as in Park, Kim & Choi (2013) and Agarwal & Chen (2009). The per-benchmark slopes need many
 cells of each benchmark; the shared prior means are learnt from every cell, so a model with
