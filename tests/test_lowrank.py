@@ -19,6 +19,7 @@ from coreval.lowrank import (
     fit_als,
     fit_transform,
     forward,
+    inner_folds,
     inner_split,
     inverse,
     select_als,
@@ -183,6 +184,55 @@ def test_inner_split_keeps_a_cell_per_row(rng):
     assert np.array_equal(held, inner_split(obs, seed=1))
 
 
+def test_inner_folds_partition_each_row_evenly(rng):
+    obs = rng.random((40, 12)) < 0.5
+    obs[0] = False
+    obs[1, :] = False
+    obs[1, 3] = True  # a row with one cell is never held out
+    group = inner_folds(obs, 5, seed=2)
+    assert (group[~obs] == -1).all() and (group[1] == -1).all()
+    for i in range(2, 40):
+        n = obs[i].sum()
+        if n < 2:
+            continue
+        counts = np.bincount(group[i][obs[i]], minlength=5)
+        assert counts.sum() == n and counts.max() - counts.min() <= 1
+        # leaving any one group out keeps a cell of the row
+        assert all((obs[i] & (group[i] != k)).any() for k in range(5))
+    assert np.array_equal(group, inner_folds(obs, 5, seed=2))
+    assert not np.array_equal(group, inner_folds(obs, 5, seed=3))
+    with pytest.raises(ValidationError, match="n_folds"):
+        inner_folds(obs, 1)
+
+
+def test_cross_conformal_inner_fits_leave_out_each_group_once(rng, monkeypatch):
+    """K inner fits, each without one group; together they calibrate on every cell once."""
+    from coreval.lowrank import complete as complete_module
+
+    _full, values = simulate(rng, n_rows=20, n_cols=8)
+    observed = ~np.isnan(values)
+    calls = []
+    real = complete_module._bayes_posterior
+
+    def spy(z, observed, **kw):
+        calls.append(observed.copy())
+        return real(z, observed, **kw)
+
+    monkeypatch.setattr(complete_module, "_bayes_posterior", spy)
+    comp = complete_bayes(values, rank=1, inference="svi", n_steps=50, num_samples=20,
+                          calibration="conformal", n_inner_folds=4, seed=0)
+    assert len(calls) == 1 + 4 and np.isfinite(comp.details["conformal_factor"])
+    np.testing.assert_array_equal(calls[0], observed)
+    held = [observed & ~inner for inner in calls[1:]]
+    assert (sum(h.astype(int) for h in held) <= 1).all()
+    eligible = observed & (observed.sum(axis=1) >= 2)[:, None]
+    np.testing.assert_array_equal(np.logical_or.reduce(held), eligible)
+    with pytest.raises(ValidationError, match="n_inner_folds"):
+        complete_bayes(values, calibration="conformal", n_inner_folds=1)
+    with pytest.raises(ValidationError, match="not both"):
+        complete_bayes(values, calibration="conformal", n_inner_folds=4, inner_fraction=0.2)
+
+
 def test_conformal_factor_covers_exchangeable_cells(rng):
     y = rng.standard_t(3, size=4000)
     factor = conformal_factor(y[:2000], 0.0, np.ones(2000), 0.9)
@@ -214,7 +264,7 @@ def test_conformal_inner_fit_never_sees_the_calibration_cells(rng, monkeypatch):
 
     monkeypatch.setattr(complete_module, "_bayes_posterior", spy)
     opts = dict(rank=1, inference="svi", n_steps=50, num_samples=20, calibration="conformal",
-                seed=0)
+                inner_fraction=1 / 3, seed=0)
     complete_bayes(values, **opts)
     shifted = values.copy()
     shifted[held] = np.where(shifted[held] > 50, shifted[held] - 40, shifted[held] + 40)
@@ -239,8 +289,11 @@ def test_bayes_intervals_cover_simulated_cells(rng):
     assert np.median(np.abs(comp.mean - full)[hidden]) < 5.0
 
 
-def test_bayes_conformal_calibration_widens_under_covering_intervals():
+@pytest.mark.parametrize("inner", [{"inner_fraction": 1 / 3}, {"n_inner_folds": 4}])
+def test_bayes_conformal_calibration_widens_under_covering_intervals(inner):
     """``calibration="conformal"`` end to end: the nested factor scales the posterior widths.
+
+    With one split-conformal inner fit and with cross-conformal over 4 inner folds.
 
     Half of the rows are 30 times noisier than the others, which the model's per-column
     noise cannot represent, so its posterior intervals under-cover hidden cells. The
@@ -262,7 +315,7 @@ def test_bayes_conformal_calibration_widens_under_covering_intervals():
         opts = dict(transform="identity", rank=1, df=None, num_warmup=150, num_samples=150,
                     max_tree_depth=6, seed=0)
         posterior = complete_bayes(values, **opts)
-        conformal = complete_bayes(values, calibration="conformal", **opts)
+        conformal = complete_bayes(values, calibration="conformal", **inner, **opts)
         factor = conformal.details["conformal_factor"]
         assert conformal.interval == "posterior+conformal" and np.isfinite(factor)
         np.testing.assert_allclose(conformal.mean, posterior.mean)
