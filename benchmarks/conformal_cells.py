@@ -11,10 +11,10 @@ the benchmark-level matrices with missing cells that are *not* the BenchPress 20
 (``benchpress``: the older BenchPress release, ``merged``, ``mteb``), with random 3-fold
 splits of the observed cells (each seed permutes them anew).
 
-Rows: the posterior predictive interval as it is, the conformal interval with inner
-fractions 1/3 (the default) and 1/10, and cross-conformal over 10 inner folds (every
-training cell calibrates once, each inner fit sees nine tenths of them). Rank 2, Student-t (df 4) likelihood, NUTS 300 + 300,
-0-1 columns read as fractions.
+Rows: the posterior predictive interval as it is, the split-conformal interval with inner
+fractions 1/3 and 1/10, and cross-conformal over 10 inner folds (``complete_bayes``'s
+default: every training cell calibrates once, each inner fit sees nine tenths of them).
+Rank 2, Student-t (df 4) likelihood, NUTS 300 + 300, 0-1 columns read as fractions.
 
 Usage::
 
