@@ -82,7 +82,8 @@ AUTHORS = {"medae": 4.629, "medae_mean": 4.576, "range": "4.19–5.06", "pooled"
 
 
 #: Folder of the shared data (set by :func:`main`).
-DATA_DIR = Path("../shared/data")
+#: Set by ``--data-dir``; joblib workers (``--n-jobs``) read it from ``COREVAL_DATA``.
+DATA_DIR = Path(os.environ.get("COREVAL_DATA", "../shared/data"))
 
 
 @functools.lru_cache(maxsize=1)
@@ -134,27 +135,19 @@ METHODS = {
     "bayes-metadata-cv10-conformal": lambda tr: complete_bayes(
         tr, rank=2, df=4.0, calibration="conformal", n_inner_folds=10,
         row_features=model_features()),
-    "bayes-metadata-loo-conformal": lambda tr: _recorded(complete_bayes(
+    "bayes-metadata-loo-conformal": lambda tr: complete_bayes(
         tr, rank=(1, 2, 3, 4), df=4.0, calibration="conformal", inner_fraction=1 / 3,
-        row_features=model_features())),
-    "bayes-metadata-stack": lambda tr: _recorded(complete_bayes(
+        row_features=model_features()),
+    "bayes-metadata-stack": lambda tr: complete_bayes(
         tr, rank=(1, 2, 3, 4), rank_combination="stack", df=4.0,
-        row_features=model_features())),
-    "bayes-metadata-stack-conformal": lambda tr: _recorded(complete_bayes(
+        row_features=model_features()),
+    "bayes-metadata-stack-conformal": lambda tr: complete_bayes(
         tr, rank=(1, 2, 3, 4), rank_combination="stack", df=4.0, calibration="conformal",
-        inner_fraction=1 / 3, row_features=model_features())),
-    "bayes-metadata-stack-conformal-inner10": lambda tr: _recorded(complete_bayes(
+        inner_fraction=1 / 3, row_features=model_features()),
+    "bayes-metadata-stack-conformal-inner10": lambda tr: complete_bayes(
         tr, rank=(1, 2, 3, 4), rank_combination="stack", df=4.0, calibration="conformal",
-        inner_fraction=0.1, row_features=model_features())),
+        inner_fraction=0.1, row_features=model_features()),
 }
-#: Choices made inside the folds (``Completion.details``) of the method being run.
-CHOICES: list[dict] = []
-
-
-def _recorded(completion):
-    if completion.details:
-        CHOICES.append(dict(completion.details))
-    return completion
 
 
 def crossfold_interval(cells, level: float = 0.9) -> dict:
@@ -186,21 +179,29 @@ def fmt(x: float, digits: int = 3) -> str:
     return "—" if x is None or not np.isfinite(x) else f"{x:.{digits}f}"
 
 
-def run_method(name: str, values: np.ndarray, folds, cache: Path | None) -> dict:
-    """Summary of one method over the folds, read from ``cache`` when it was run before."""
+def run_method(name: str, values: np.ndarray, folds, cache: Path | None,
+               n_jobs: int = 1) -> dict:
+    """Summary of one method over the folds, read from ``cache`` when it was run before.
+
+    With ``cache``, finished folds are kept in ``cache/benchpress_NAME_folds/`` and an
+    interrupted run resumes from them.
+    """
     path = None if cache is None else cache / f"benchpress_{name}_{len(folds)}.json"
     if path is not None and path.exists():
         return json.loads(path.read_text())
     start = time.perf_counter()
-    CHOICES.clear()
-    _, summary, cells = evaluate_cells(values, folds, METHODS[name])
+    per_fold, summary, cells = evaluate_cells(
+        values, folds, METHODS[name], n_jobs=n_jobs,
+        checkpoint=None if cache is None else cache / f"benchpress_{name}_folds")
     if np.isfinite(cells["upper"]).any():
         summary.update(crossfold_interval(cells))
-    if CHOICES and "rank" in CHOICES[0]:
-        summary["ranks_chosen"] = [int(c["rank"]) for c in CHOICES]
-    if CHOICES and "weights" in CHOICES[0]:
+    # choices made inside the folds (rank by PSIS-LOO, stacking weights, conformal factor)
+    choices = [json.loads(d) or {} for d in per_fold["details"]]
+    if "rank" in choices[0]:
+        summary["ranks_chosen"] = [int(c["rank"]) for c in choices]
+    if "weights" in choices[0]:
         summary["rank_weights"] = [{str(r): w for r, w in c["weights"].items()}
-                                   for c in CHOICES]
+                                   for c in choices]
     print(f"{name}: {summary} ({time.perf_counter() - start:.0f} s)", file=sys.stderr,
           flush=True)
     if path is not None:
@@ -210,7 +211,7 @@ def run_method(name: str, values: np.ndarray, folds, cache: Path | None) -> dict
 
 
 def completion_section(values: np.ndarray, folds, methods: list[str],
-                       cache: Path | None) -> list[str]:
+                       cache: Path | None, n_jobs: int = 1) -> list[str]:
     lines = ["## Held-out-cell completion (30 folds)", "",
              "MedAE: median over folds of the fold's median absolute error (score points); "
              "coverage / width: median over folds of the fold's coverage of the 90 % interval "
@@ -225,7 +226,7 @@ def completion_section(values: np.ndarray, folds, methods: list[str],
              f"{AUTHORS['medae']:.3f} | {AUTHORS['medae_mean']:.3f} | {AUTHORS['range']} | "
              f"{AUTHORS['pooled']:.3f} | ({AUTHORS['coverage']:.3f}) | ({AUTHORS['width']:.2f}) | "
              f"{AUTHORS['rank_acc']:.4f} | {AUTHORS['seconds_30'] / 30:.1f} |"]
-    summaries = {name: run_method(name, values, folds, cache) for name in methods}
+    summaries = {name: run_method(name, values, folds, cache, n_jobs) for name in methods}
     for name, s in summaries.items():
         cov_pooled = s["coverage90_pooled"] if np.isfinite(s["width90_pooled"]) else np.nan
         lines.append(
@@ -868,6 +869,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default="../shared/data")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--folds", type=int, default=None, help="first N folds only")
+    parser.add_argument("--n-jobs", type=int, default=1,
+                        help="held-out-cell folds run at once (joblib workers)")
     parser.add_argument("--out", default=None, help="markdown file (default: print)")
     parser.add_argument("--sections", nargs="+",
                         default=["cells", "probes", "temporal", "other"],
@@ -886,7 +889,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="folder of per-method JSON summaries (reused when present)")
     args = parser.parse_args(argv)
     global DATA_DIR
-    data = DATA_DIR = Path(args.data_dir)
+    data = DATA_DIR = Path(args.data_dir).resolve()
+    os.environ["COREVAL_DATA"] = str(data)  # for the fold workers of --n-jobs
     values = load_matrix("benchpress2026", data_dir=data).values.astype(np.float64)
     folds = read_cell_folds(data / FOLD_FILE, values.shape)[: args.folds]
     command = "python benchmarks/benchpress.py " + " ".join(argv if argv is not None
@@ -901,7 +905,7 @@ def main(argv: list[str] | None = None) -> None:
         lines += ["Per-method results were computed by this script with `--cache` (one process "
                   "per method, in parallel) and this file assembled from them.", ""]
     if "cells" in args.sections:
-        lines += completion_section(values, folds, args.methods, cache)
+        lines += completion_section(values, folds, args.methods, cache, args.n_jobs)
     matrix = load_matrix("benchpress2026", data_dir=data)
     if "probes" in args.sections:
         lines += probe_section(values, list(matrix.items), cache, args.probe_completers)
@@ -922,4 +926,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # run as the importable module ``benchpress`` (this folder is on sys.path), so that
+    # the fold workers of --n-jobs can unpickle the completers' helpers by name
+    import benchpress
+
+    benchpress.main()

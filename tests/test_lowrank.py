@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from coreval.errors import ValidationError
@@ -556,6 +557,64 @@ def test_cell_folds_refuse_a_completion_that_leaves_held_cells_nan(tmp_path, rng
 
     with pytest.raises(ValidationError, match=r"fold \(seed 0, fold 1\).*NaN"):
         evaluate_cells(values, folds, one_fold_nan)
+
+
+def _three_folds(tmp_path, values):
+    cells = np.argwhere(~np.isnan(values))
+    path = tmp_path / "folds.json"
+    path.write_text(json.dumps({"folds": [{"seed": 2, "fold": k, "test_cells":
+                                           cells[k::3].tolist()} for k in range(3)]}))
+    return read_cell_folds(path, values.shape)
+
+
+def test_cell_folds_resume_from_a_checkpoint_after_an_interruption(tmp_path, rng):
+    _full, values = simulate(rng)
+    folds = _three_folds(tmp_path, values)
+    calls = []
+
+    def interrupted(tr):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return complete_bias_als(tr, n_ensemble=2)
+
+    ckpt = tmp_path / "ckpt"
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_cells(values, folds, interrupted, checkpoint=ckpt)
+    assert sorted(f.name for f in ckpt.iterdir()) == ["seed2_fold0.npz"]  # no partial file
+    calls.clear()
+
+    def counted(tr):
+        calls.append(1)
+        return complete_bias_als(tr, n_ensemble=2)
+
+    _, summary, cells = evaluate_cells(values, folds, counted, checkpoint=ckpt)
+    assert len(calls) == 2  # only the two unfinished folds ran
+    _, fresh, fresh_cells = evaluate_cells(values, folds, counted)
+    pd.testing.assert_frame_equal(cells, fresh_cells)
+    np.testing.assert_equal({k: v for k, v in summary.items() if k != "seconds"},
+                            {k: v for k, v in fresh.items() if k != "seconds"})
+    # a finished evaluation is read back without running the completer
+    calls.clear()
+    evaluate_cells(values, folds, counted, checkpoint=ckpt)
+    assert not calls
+    # a checkpoint of another matrix is refused, not silently reused
+    other = values.copy()
+    other[folds[0].rows[0], folds[0].cols[0]] += 1.0
+    with pytest.raises(ValidationError, match="other cells or other scores"):
+        evaluate_cells(other, folds, counted, checkpoint=ckpt)
+
+
+def test_cell_folds_in_parallel_give_the_sequential_numbers(tmp_path, rng):
+    _full, values = simulate(rng)
+    folds = _three_folds(tmp_path, values)
+    completer = lambda tr: complete_bias_als(tr, n_ensemble=2)  # noqa: E731 (pickled as is)
+    _, seq, seq_cells = evaluate_cells(values, folds, completer)
+    _, par, par_cells = evaluate_cells(values, folds, completer, n_jobs=2)
+    pd.testing.assert_frame_equal(seq_cells, par_cells)
+    assert seq["medae"] == par["medae"] and seq["rank_acc"] == par["rank_acc"]
+    with pytest.raises(ValidationError, match="n_jobs"):
+        evaluate_cells(values, folds, completer, n_jobs=0)
 
 
 # --- real data -------------------------------------------------------------------------------

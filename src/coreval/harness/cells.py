@@ -31,8 +31,10 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 
-from coreval._progress import progress
+from coreval._atomic import write_atomic
+from coreval._progress import progress, progress_bar
 from coreval.errors import ValidationError
 from coreval.lowrank.complete import Completion
 
@@ -124,23 +126,94 @@ def ranking_pairs(actual: np.ndarray, predicted: np.ndarray, heldout: np.ndarray
     return int(scored.sum()), int((scored & correct).sum())
 
 
-def _fold_metrics(values: np.ndarray, fold: CellFold, comp: Completion,
-                  margin: float) -> tuple[dict, dict[int, tuple[int, int]]]:
-    y = values[fold.rows, fold.cols]
-    pred = comp.mean[fold.rows, fold.cols]
-    lo, hi = comp.lower[fold.rows, fold.cols], comp.upper[fold.rows, fold.cols]
+class FoldPrediction(NamedTuple):
+    """What a completer predicted for one fold's held-out cells (in the fold's order).
+
+    Attributes
+    ----------
+    predicted, lower, upper : ndarray of shape (n_cells,)
+        Point prediction and 90 % interval (NaN bounds: no interval).
+    seconds : float
+        Wall-clock time of the completion.
+    details : str
+        The completion's ``details`` (choices made inside the fold) as JSON; ``"null"``
+        when it has none.
+    """
+
+    predicted: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    seconds: float
+    details: str
+
+
+def _predict_fold(values: np.ndarray, fold: CellFold, completer: Completer) -> FoldPrediction:
+    """Hide the fold's cells, complete the matrix, keep the held-out cells' predictions."""
+    train = values.copy()
+    train[fold.rows, fold.cols] = np.nan
+    start = time.perf_counter()
+    comp = completer(train)
+    seconds = time.perf_counter() - start
+    if comp.mean.shape != values.shape:
+        raise ValidationError(f"completer returned shape {comp.mean.shape}, expected "
+                              f"{values.shape}")
+    pred = np.asarray(comp.mean[fold.rows, fold.cols], dtype=np.float64)
     if np.isnan(pred).any():
         raise ValidationError(
             f"the completion left {int(np.isnan(pred).sum())} held-out cells of fold "
             f"(seed {fold.seed}, fold {fold.fold}) without a prediction (NaN)")
-    err = np.abs(pred - y)
+    return FoldPrediction(pred, np.asarray(comp.lower[fold.rows, fold.cols], dtype=np.float64),
+                          np.asarray(comp.upper[fold.rows, fold.cols], dtype=np.float64),
+                          float(seconds), _as_json(comp.details))
+
+
+def _as_json(details) -> str:
+    # numpy scalars (rank choices, weights) are written as the Python numbers they hold
+    return json.dumps(details, default=lambda o: o.item() if hasattr(o, "item") else str(o))
+
+
+def _checkpoint_file(checkpoint: Path, fold: CellFold) -> Path:
+    return checkpoint / f"seed{fold.seed}_fold{fold.fold}.npz"
+
+
+def _save_fold(path: Path, values: np.ndarray, fold: CellFold, pred: FoldPrediction) -> None:
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
+            np.savez(fh, rows=fold.rows, cols=fold.cols, actual=values[fold.rows, fold.cols],
+                     predicted=pred.predicted, lower=pred.lower, upper=pred.upper,
+                     seconds=pred.seconds, details=pred.details)
+
+    write_atomic(path, write)
+
+
+def _load_fold(path: Path, values: np.ndarray, fold: CellFold) -> FoldPrediction:
+    """A stored fold, checked to be this fold of this matrix."""
+    with np.load(path) as z:
+        same = (np.array_equal(z["rows"], fold.rows) and np.array_equal(z["cols"], fold.cols)
+                and np.array_equal(z["actual"], values[fold.rows, fold.cols], equal_nan=True))
+        if not same:
+            raise ValidationError(
+                f"checkpoint {path} holds other cells or other scores than fold (seed "
+                f"{fold.seed}, fold {fold.fold}) of this matrix; use one checkpoint folder "
+                "per matrix, fold file and completer")
+        return FoldPrediction(z["predicted"], z["lower"], z["upper"], float(z["seconds"]),
+                              str(z["details"]))
+
+
+def _fold_metrics(values: np.ndarray, fold: CellFold, pred: FoldPrediction,
+                  margin: float) -> tuple[dict, dict[int, tuple[int, int]]]:
+    y = values[fold.rows, fold.cols]
+    lo, hi = pred.lower, pred.upper
+    err = np.abs(pred.predicted - y)
     has_interval = not (np.isnan(lo).any() or np.isnan(hi).any())  # NaN: no interval
     pairs: dict[int, tuple[int, int]] = {}
     for col in np.unique(fold.cols):
         models = np.flatnonzero(~np.isnan(values[:, col]))
+        in_col = fold.cols == col
         held = np.zeros(values.shape[0], dtype=bool)
-        held[fold.rows[fold.cols == col]] = True
-        completed = np.where(held, comp.mean[:, col], values[:, col])
+        held[fold.rows[in_col]] = True
+        completed = values[:, col].copy()
+        completed[fold.rows[in_col]] = pred.predicted[in_col]
         pairs[int(col)] = ranking_pairs(values[models, col], completed[models],
                                         held[models], margin)
     n_pairs = np.array([v[0] for v in pairs.values()])
@@ -151,14 +224,51 @@ def _fold_metrics(values: np.ndarray, fold: CellFold, comp: Completion,
            "medae": float(np.median(err)), "mae": float(np.mean(err)),
            "coverage90": float(np.mean((y >= lo) & (y <= hi))) if has_interval else np.nan,
            "width90": float(np.median(hi - lo)) if has_interval else np.nan,
-           "rank_acc_fold": float(np.nanmedian(acc)) if np.isfinite(acc).any() else np.nan}
+           "rank_acc_fold": float(np.nanmedian(acc)) if np.isfinite(acc).any() else np.nan,
+           "seconds": pred.seconds, "details": pred.details}
     return row, pairs
 
 
+def _fold_predictions(values: np.ndarray, folds: list[CellFold], completer: Completer, *,
+                      n_jobs: int, checkpoint: Path | None,
+                      show_progress: bool | None) -> list[FoldPrediction]:
+    """Every fold's predictions: read from ``checkpoint`` or computed (in parallel), in order."""
+    done: dict[int, FoldPrediction] = {}
+    if checkpoint is not None:
+        for i, fold in enumerate(folds):
+            if _checkpoint_file(checkpoint, fold).exists():
+                done[i] = _load_fold(_checkpoint_file(checkpoint, fold), values, fold)
+    todo = [i for i in range(len(folds)) if i not in done]
+    bar = progress_bar(total=len(folds), desc="cell folds", show=show_progress)
+    bar.update(len(done))
+
+    def one(i: int) -> tuple[int, FoldPrediction]:
+        return i, _predict_fold(values, folds[i], completer)
+
+    if n_jobs == 1:
+        results = (one(i) for i in todo)
+    else:
+        results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
+            delayed(one)(i) for i in todo)
+    for i, pred in results:
+        if checkpoint is not None:  # stored as it finishes: an interrupted run resumes here
+            _save_fold(_checkpoint_file(checkpoint, folds[i]), values, folds[i], pred)
+        done[i] = pred
+        bar.update(1)
+    bar.close()
+    return [done[i] for i in range(len(folds))]
+
+
 def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Completer, *,
-                   margin: float = 5.0, show_progress: bool | None = None,
+                   margin: float = 5.0, n_jobs: int = 1, checkpoint: str | Path | None = None,
+                   show_progress: bool | None = None,
                    ) -> tuple[pd.DataFrame, dict, pd.DataFrame]:
     """Run a completer on every fold and score its held-out cells.
+
+    Folds run in parallel with ``n_jobs`` joblib workers, and with ``checkpoint`` each
+    finished fold's held-out predictions are written to that folder (atomically, one file
+    per fold), so an interrupted evaluation resumes with the folds it had not finished and
+    ends with the same numbers.
 
     Parameters
     ----------
@@ -170,6 +280,13 @@ def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Complet
         ``completer(train_values) -> Completion``.
     margin : float
         Margin of the pairwise ranking accuracy (score points).
+    n_jobs : int
+        Folds completed at once (joblib workers; ``-1``: all cores). The completer must
+        then be picklable by cloudpickle (lambdas are).
+    checkpoint : str or Path, optional
+        Folder of finished folds (``seed<S>_fold<F>.npz``), read on a re-run. One folder per
+        matrix, fold file and completer: a stored fold whose cells or true scores differ
+        from the fold's is an error, but a changed completer is not detected.
     show_progress : bool, optional
         Progress bar (default: see :func:`coreval._progress.progress_enabled`).
 
@@ -177,7 +294,8 @@ def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Complet
     -------
     per_fold : DataFrame
         One row per fold: ``seed, fold, n_cells, medae, mae, coverage90, width90,
-        rank_acc_fold`` (median over benchmarks within the fold) and ``seconds``.
+        rank_acc_fold`` (median over benchmarks within the fold), ``seconds`` and
+        ``details`` (the completion's ``details`` as JSON, ``"null"`` without any).
     summary : dict
         Medians over folds of the per-fold metrics (``medae``, ``mae``, ``coverage90``,
         ``width90``, ``seconds``), the fold range of ``medae``, ``medae_mean``, the pooled
@@ -188,31 +306,26 @@ def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Complet
         Every held-out prediction: ``seed, fold, row, col, actual, predicted, lower, upper``.
     """
     values = np.asarray(values, dtype=np.float64)
-    rows, all_pairs, cell_frames = [], {}, []
-    for fold in progress(folds, desc="cell folds", show=show_progress):
+    if not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
+        raise ValidationError(f"n_jobs must be a positive int or -1, got {n_jobs!r}")
+    for fold in folds:
         if np.isnan(values[fold.rows, fold.cols]).any():
             raise ValidationError(f"fold (seed {fold.seed}, fold {fold.fold}) holds out "
                                   "unobserved cells")
-        train = values.copy()
-        train[fold.rows, fold.cols] = np.nan
-        start = time.perf_counter()
-        comp = completer(train)
-        seconds = time.perf_counter() - start
-        if comp.mean.shape != values.shape:
-            raise ValidationError(f"completer returned shape {comp.mean.shape}, expected "
-                                  f"{values.shape}")
-        row, pairs = _fold_metrics(values, fold, comp, margin)
-        row["seconds"] = seconds
+    preds = _fold_predictions(values, folds, completer, n_jobs=n_jobs,
+                              checkpoint=None if checkpoint is None else Path(checkpoint),
+                              show_progress=show_progress)
+    rows, all_pairs, cell_frames = [], {}, []
+    for fold, pred in zip(folds, preds, strict=True):
+        row, pairs = _fold_metrics(values, fold, pred, margin)
         rows.append(row)
         for col, (n, ok) in pairs.items():
             tot = all_pairs.get(col, (0, 0))
             all_pairs[col] = (tot[0] + n, tot[1] + ok)
         cell_frames.append(pd.DataFrame({
             "seed": fold.seed, "fold": fold.fold, "row": fold.rows, "col": fold.cols,
-            "actual": values[fold.rows, fold.cols],
-            "predicted": comp.mean[fold.rows, fold.cols],
-            "lower": comp.lower[fold.rows, fold.cols],
-            "upper": comp.upper[fold.rows, fold.cols]}))
+            "actual": values[fold.rows, fold.cols], "predicted": pred.predicted,
+            "lower": pred.lower, "upper": pred.upper}))
     per_fold = pd.DataFrame(rows)
     cells = pd.concat(cell_frames, ignore_index=True)
     acc = [ok / n for n, ok in all_pairs.values() if n > 0]
