@@ -180,6 +180,23 @@ def test_variance_selector_weighs_how_many_models_report_a_benchmark():
     assert list(picked) != [0]
 
 
+def test_variance_selector_improves_its_greedy_set_by_exchange(rng):
+    """exchange=False is plain greedy; the default swaps to a set that explains at least as
+    much of the source correlation (the selector's own criterion)."""
+    from coreval.gaussian import estimate_correlation, greedy_variance, residual_variance
+
+    source, _ = _gaussian_matrix(rng, 60, 12)
+    plain = GaussianVarianceSelector(4, exchange=False).fit(source)
+    swapped = GaussianVarianceSelector(4).fit(source)
+    corr = estimate_correlation(source.values).correlation
+    np.testing.assert_array_equal(plain.selected_, greedy_variance(corr, 4).selected)
+    assert swapped.coreset_.details["rule"] == "exchange"
+    assert residual_variance(corr, swapped.selected_, ridge=0.0) <= \
+        residual_variance(corr, plain.selected_, ridge=0.0) + 1e-12
+    with pytest.raises(ValidationError, match="exchange must be True or False"):
+        GaussianVarianceSelector(4, exchange="yes").fit(source)
+
+
 def test_selector_checks_every_cost_and_reads_mixed_mandatory_lists(rng):
     source, _ = _gaussian_matrix(rng, 100, 6)
     values = source.values.copy()

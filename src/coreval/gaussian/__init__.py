@@ -33,6 +33,7 @@ from coreval.gaussian.diagnostics import (
 from coreval.gaussian.em import PROTOCOL_TOL, EMResult, em_covariance
 from coreval.gaussian.greedy import (
     GreedyResult,
+    exchange_variance,
     greedy_entropy,
     greedy_mi,
     greedy_mi_direct,
@@ -53,6 +54,7 @@ __all__ = [
     "em_covariance",
     "estimate_correlation",
     "estimate_options",
+    "exchange_variance",
     "fit_standardization",
     "greedy_entropy",
     "greedy_mi",

@@ -23,7 +23,13 @@ from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError, preview
 from coreval.gaussian.correlation import estimate_options, shared_estimate
 from coreval.gaussian.em import PROTOCOL_TOL
-from coreval.gaussian.greedy import GreedyResult, greedy_entropy, greedy_mi, greedy_variance
+from coreval.gaussian.greedy import (
+    GreedyResult,
+    exchange_variance,
+    greedy_entropy,
+    greedy_mi,
+    greedy_variance,
+)
 
 _GREEDY = {"entropy": greedy_entropy, "mi": greedy_mi, "variance": greedy_variance}
 
@@ -112,7 +118,8 @@ class _GaussianGreedySelector(Selector):
                 options["observed"] = observed
                 del options["costs"], options["budget"]
         with threadpool_limits(limits=self.n_threads):  # small matrices: threads only add overhead
-            res: GreedyResult = fn(est.correlation, k, **options)
+            res: GreedyResult = self._improve(est.correlation, fn(est.correlation, k, **options),
+                                              options)
         return Coreset.from_indices(
             source, est.columns[res.selected], method=type(self).__name__,
             objective=self.objective, rule=res.rule, gains=res.gains,
@@ -121,6 +128,11 @@ class _GaussianGreedySelector(Selector):
             em_converged=None if est.em is None else est.em.converged,
             dropped=source.items[est.dropped],
         )
+
+    def _improve(self, cov: np.ndarray, res: GreedyResult,
+                 options: dict[str, Any]) -> GreedyResult:
+        """The greedy result, or a better set found from it (the variance selector)."""
+        return res
 
 
 class GaussianEntropySelector(_GaussianGreedySelector):
@@ -180,15 +192,50 @@ class GaussianVarianceSelector(_GaussianGreedySelector):
     When the source matrix has missing cells, the variance is the expected one over the
     source models' observation patterns (each model reveals only the selected benchmarks it
     reports), so a benchmark few models report counts for little; with ``costs`` the
-    plain criterion is used. Same parameters as :class:`GaussianEntropySelector`;
-    ``tie_tol`` defaults to 0. See :func:`coreval.gaussian.greedy.greedy_variance`.
+    plain criterion is used. The greedy set is then improved by single swaps on the same
+    objective (``exchange=True``; :func:`coreval.gaussian.greedy.exchange_variance`): the
+    criterion is not submodular, and a swap that explains more variance is a better set by
+    the selector's own measure. Same parameters as :class:`GaussianEntropySelector`, plus
+    ``exchange``; ``tie_tol`` defaults to 0. See
+    :func:`coreval.gaussian.greedy.greedy_variance`.
+
+    Parameters
+    ----------
+    exchange : bool
+        Improve the greedy set by swaps (default True); False keeps plain greedy.
 
     References
     ----------
     Das, A. & Kempe, D. (2008). Algorithms for subset selection in linear regression. STOC.
+    Fedorov, V. V. (1972). Theory of Optimal Experiments (the exchange algorithm).
     """
 
     objective = "variance"
+
+    def __init__(self, k: int = 5, *, exchange: bool = True, estimator: str = "auto",
+                 release: str = "head", max_iter: int | None = None, eps: float | None = None,
+                 shrinkage: float | str | None = None, tol: float = PROTOCOL_TOL,
+                 min_observed: int = 2, transform: str = "none", unit_diagonal: bool = False,
+                 n_threads: int | None = 1, mandatory: Sequence[Any] = (),
+                 costs: Sequence[float] | Mapping[str, float] | None = None,
+                 budget: float | None = None, tie_tol: float | None = None,
+                 seed: int = 0) -> None:
+        super().__init__(k, estimator=estimator, release=release, max_iter=max_iter, eps=eps,
+                         shrinkage=shrinkage, tol=tol, min_observed=min_observed,
+                         transform=transform, unit_diagonal=unit_diagonal,
+                         n_threads=n_threads, mandatory=mandatory, costs=costs,
+                         budget=budget, tie_tol=tie_tol, seed=seed)
+        self.exchange = exchange
+
+    def _improve(self, cov: np.ndarray, res: GreedyResult,
+                 options: dict[str, Any]) -> GreedyResult:
+        if not isinstance(self.exchange, bool):
+            raise ValidationError(f"exchange must be True or False, got {self.exchange!r}")
+        if not self.exchange:
+            return res
+        return exchange_variance(cov, res.selected, mandatory=options["mandatory"],
+                                 observed=options.get("observed"),
+                                 costs=options.get("costs"), budget=options.get("budget"))
 
 
 class GaussianRandomSelector(Selector):
