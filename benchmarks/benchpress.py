@@ -348,7 +348,7 @@ def our_probes(values: np.ndarray, k: int, candidates=None) -> dict[str, list[in
 
 
 def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
-                  completers: list[str]) -> list[str]:
+                  completers: list[str], n_jobs: int = 1) -> list[str]:
     lines = ["## Probe selection (k = 5, held-out models)", "",
              "Each model in turn reveals only the probes it has; its other observed cells are "
              "hidden and predicted (the authors' all-known-cells protocol). MedAE: all 2,604 "
@@ -396,7 +396,9 @@ def probe_section(values: np.ndarray, items: list[str], cache: Path | None,
                                "rank_acc": float("nan")}
                 else:
                     completer, group = PROBE_COMPLETERS[comp]
-                    res = evaluate_probes(values, probes, completer, group_size=group)
+                    res = evaluate_probes(values, probes, completer, group_size=group,
+                                          n_jobs=n_jobs, checkpoint=None if path is None
+                                          else path.with_suffix(""))
                     print(f"probes {pool} {name} {comp}: {res}", file=sys.stderr, flush=True)
                     if path is not None:
                         path.parent.mkdir(parents=True, exist_ok=True)
@@ -874,7 +876,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--folds", type=int, default=None, help="first N folds only")
     parser.add_argument("--n-jobs", type=int, default=1,
-                        help="held-out-cell folds run at once (joblib workers)")
+                        help="held-out-cell folds and probe completions run at once "
+                             "(joblib workers)")
     parser.add_argument("--out", default=None, help="markdown file (default: print)")
     parser.add_argument("--sections", nargs="+",
                         default=["cells", "probes", "temporal", "other"],
@@ -912,7 +915,8 @@ def main(argv: list[str] | None = None) -> None:
         lines += completion_section(values, folds, args.methods, cache, args.n_jobs)
     matrix = load_matrix("benchpress2026", data_dir=data)
     if "probes" in args.sections:
-        lines += probe_section(values, list(matrix.items), cache, args.probe_completers)
+        lines += probe_section(values, list(matrix.items), cache, args.probe_completers,
+                               args.n_jobs)
     if "temporal" in args.sections:
         info = model_info()
         seeds = dict.fromkeys(args.temporal_completers, args.temporal_seeds)

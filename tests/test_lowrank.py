@@ -876,6 +876,39 @@ def test_evaluate_probes_counts_revealed_cells_at_zero_error(rng):
         evaluate_probes(values, [1, 2], nan_rows, group_size=5)
 
 
+def test_evaluate_probes_resumes_and_runs_in_parallel(tmp_path, rng):
+    from coreval.harness.cells import evaluate_probes
+
+    _, values = simulate(rng, n_rows=20, n_cols=10)
+    calls = []
+
+    def interrupted(tr):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return complete_bias_als(tr, n_ensemble=1)
+
+    ckpt = tmp_path / "probes"
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_probes(values, [1, 2], interrupted, group_size=5, checkpoint=ckpt)
+    assert len(list(ckpt.glob("*.npz"))) == 2
+    calls.clear()
+
+    def counted(tr):
+        calls.append(1)
+        return complete_bias_als(tr, n_ensemble=1)
+
+    resumed = evaluate_probes(values, [1, 2], counted, group_size=5, checkpoint=ckpt)
+    assert len(calls) == 2  # the two groups that had not finished
+    fresh = evaluate_probes(values, [1, 2], counted, group_size=5)
+    parallel = evaluate_probes(values, [1, 2], lambda tr: complete_bias_als(tr, n_ensemble=1),
+                               group_size=5, n_jobs=2)
+    for key in ("medae", "medae_hidden", "rank_acc", "rank_acc_hidden"):
+        assert resumed[key] == fresh[key] == parallel[key]
+    with pytest.raises(ValidationError, match="other models, scores or probes"):
+        evaluate_probes(values, [1, 3], counted, group_size=5, checkpoint=ckpt)
+
+
 def test_evaluate_probes_ranking_counts_every_pair_of_the_completed_leaderboard(rng):
     """The authors' measure: all pairs >= margin apart, the revealed probe scores included;
     rank_acc_hidden keeps only the pairs with a hidden cell. Brute force over the leaderboard

@@ -25,21 +25,22 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
 from coreval._atomic import write_atomic
-from coreval._progress import progress, progress_bar
+from coreval._progress import progress_bar
 from coreval.errors import ValidationError
 from coreval.lowrank.complete import Completion
 
 #: ``completer(train_values) -> Completion`` of every cell (native scales).
 Completer = Callable[[np.ndarray], Completion]
+T = TypeVar("T")
 
 
 class CellFold(NamedTuple):
@@ -229,34 +230,40 @@ def _fold_metrics(values: np.ndarray, fold: CellFold, pred: FoldPrediction,
     return row, pairs
 
 
-def _fold_predictions(values: np.ndarray, folds: list[CellFold], completer: Completer, *,
-                      n_jobs: int, checkpoint: Path | None,
-                      show_progress: bool | None) -> list[FoldPrediction]:
-    """Every fold's predictions: read from ``checkpoint`` or computed (in parallel), in order."""
-    done: dict[int, FoldPrediction] = {}
-    if checkpoint is not None:
-        for i, fold in enumerate(folds):
-            if _checkpoint_file(checkpoint, fold).exists():
-                done[i] = _load_fold(_checkpoint_file(checkpoint, fold), values, fold)
-    todo = [i for i in range(len(folds)) if i not in done]
-    bar = progress_bar(total=len(folds), desc="cell folds", show=show_progress)
+def _resumable_map(n: int, compute: Callable[[int], T], *, n_jobs: int,
+                   path: Callable[[int], Path] | None, save: Callable[[Path, int, T], None],
+                   load: Callable[[Path, int], T], desc: str,
+                   show_progress: bool | None) -> list[T]:
+    """``[compute(i) for i in range(n)]``, in parallel and resumable.
+
+    With ``path``, unit ``i`` is read with ``load`` when ``path(i)`` exists, and written with
+    ``save`` as soon as it finishes, so an interrupted run resumes with the units it had not
+    finished. ``n_jobs > 1`` (or -1) runs the units in joblib workers.
+    """
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
+        raise ValidationError(f"n_jobs must be a positive int or -1, got {n_jobs!r}")
+    done: dict[int, T] = {}
+    if path is not None:
+        done = {i: load(path(i), i) for i in range(n) if path(i).exists()}
+    todo = [i for i in range(n) if i not in done]
+    bar = progress_bar(total=n, desc=desc, show=show_progress)
     bar.update(len(done))
-
-    def one(i: int) -> tuple[int, FoldPrediction]:
-        return i, _predict_fold(values, folds[i], completer)
-
     if n_jobs == 1:
-        results = (one(i) for i in todo)
+        results: Iterable[tuple[int, T]] = ((i, compute(i)) for i in todo)
     else:
         results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
-            delayed(one)(i) for i in todo)
-    for i, pred in results:
-        if checkpoint is not None:  # stored as it finishes: an interrupted run resumes here
-            _save_fold(_checkpoint_file(checkpoint, folds[i]), values, folds[i], pred)
-        done[i] = pred
+            delayed(_indexed)(compute, i) for i in todo)
+    for i, result in results:
+        if path is not None:
+            save(path(i), i, result)
+        done[i] = result
         bar.update(1)
     bar.close()
-    return [done[i] for i in range(len(folds))]
+    return [done[i] for i in range(n)]
+
+
+def _indexed(compute: Callable[[int], T], i: int) -> tuple[int, T]:
+    return i, compute(i)
 
 
 def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Completer, *,
@@ -306,15 +313,17 @@ def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Complet
         Every held-out prediction: ``seed, fold, row, col, actual, predicted, lower, upper``.
     """
     values = np.asarray(values, dtype=np.float64)
-    if not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
-        raise ValidationError(f"n_jobs must be a positive int or -1, got {n_jobs!r}")
     for fold in folds:
         if np.isnan(values[fold.rows, fold.cols]).any():
             raise ValidationError(f"fold (seed {fold.seed}, fold {fold.fold}) holds out "
                                   "unobserved cells")
-    preds = _fold_predictions(values, folds, completer, n_jobs=n_jobs,
-                              checkpoint=None if checkpoint is None else Path(checkpoint),
-                              show_progress=show_progress)
+    ckpt = None if checkpoint is None else Path(checkpoint)
+    preds = _resumable_map(
+        len(folds), lambda i: _predict_fold(values, folds[i], completer), n_jobs=n_jobs,
+        path=None if ckpt is None else (lambda i: _checkpoint_file(ckpt, folds[i])),
+        save=lambda path, i, pred: _save_fold(path, values, folds[i], pred),
+        load=lambda path, i: _load_fold(path, values, folds[i]),
+        desc="cell folds", show_progress=show_progress)
     rows, all_pairs, cell_frames = [], {}, []
     for fold, pred in zip(folds, preds, strict=True):
         row, pairs = _fold_metrics(values, fold, pred, margin)
@@ -348,7 +357,8 @@ def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Complet
 
 
 def evaluate_probes(values: np.ndarray, probes: list[int], completer: Completer, *,
-                    group_size: int = 1, margin: float = 5.0,
+                    group_size: int = 1, margin: float = 5.0, n_jobs: int = 1,
+                    checkpoint: str | Path | None = None,
                     show_progress: bool | None = None) -> dict:
     """Score a probe set with held-out models (the authors' all-known-cells protocol).
 
@@ -369,6 +379,13 @@ def evaluate_probes(values: np.ndarray, probes: list[int], completer: Completer,
         Models hidden per completion (1 = the authors' protocol).
     margin : float
         Margin of the pairwise ranking accuracy.
+    n_jobs : int
+        Completions run at once (joblib workers; ``-1``: all cores).
+    checkpoint : str or Path, optional
+        Folder of finished completions (``rows<first>-<last>.npz``, one per group of hidden
+        models), read on a re-run so that an interrupted evaluation resumes; one folder per
+        matrix, probe set, group size and completer (a stored completion of other rows,
+        scores or probes is an error).
 
     Returns
     -------
@@ -394,14 +411,42 @@ def evaluate_probes(values: np.ndarray, probes: list[int], completer: Completer,
     predicted = np.where(observed, values, np.nan)
     rows = np.flatnonzero(hidden.any(axis=1))
     groups = [rows[i:i + int(group_size)] for i in range(0, rows.size, int(group_size))]
-    seconds = []
-    for group in progress(groups, desc="probe completions", show=show_progress):
+
+    def complete_group(i: int) -> tuple[np.ndarray, float]:
+        """The completed rows of group ``i`` and the completion's seconds."""
         train = values.copy()
-        train[group] = np.where(hidden[group], np.nan, values[group])
+        train[groups[i]] = np.where(hidden[groups[i]], np.nan, values[groups[i]])
         start = time.perf_counter()
         comp = completer(train)
-        seconds.append(time.perf_counter() - start)
-        predicted[group] = np.where(hidden[group], comp.mean[group], predicted[group])
+        return np.asarray(comp.mean[groups[i]], dtype=np.float64), time.perf_counter() - start
+
+    def save(path: Path, i: int, result: tuple[np.ndarray, float]) -> None:
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, rows=groups[i], probes=probes, actual=values[groups[i]],
+                         mean=result[0], seconds=result[1])
+
+        write_atomic(path, write)
+
+    def load(path: Path, i: int) -> tuple[np.ndarray, float]:
+        with np.load(path) as z:
+            if not (np.array_equal(z["rows"], groups[i]) and np.array_equal(z["probes"], probes)
+                    and np.array_equal(z["actual"], values[groups[i]], equal_nan=True)):
+                raise ValidationError(
+                    f"checkpoint {path} holds other models, scores or probes than this "
+                    "evaluation; use one checkpoint folder per matrix, probe set, group size "
+                    "and completer")
+            return z["mean"], float(z["seconds"])
+
+    ckpt = None if checkpoint is None else Path(checkpoint)
+    results = _resumable_map(
+        len(groups), complete_group, n_jobs=n_jobs,
+        path=None if ckpt is None else (
+            lambda i: ckpt / f"rows{groups[i][0]}-{groups[i][-1]}.npz"),
+        save=save, load=load, desc="probe completions", show_progress=show_progress)
+    for group, (mean, _) in zip(groups, results, strict=True):
+        predicted[group] = np.where(hidden[group], mean, predicted[group])
+    seconds = [sec for _, sec in results]
     if np.isnan(predicted[hidden]).any():  # ranking_pairs would skip them quietly
         raise ValidationError(f"the completion left {int(np.isnan(predicted[hidden]).sum())} "
                               "hidden cells without a prediction (NaN)")
