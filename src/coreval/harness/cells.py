@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
+from numbers import Integral
 from pathlib import Path
 from typing import NamedTuple, TypeVar
 
@@ -240,8 +241,10 @@ def _resumable_map(n: int, compute: Callable[[int], T], *, n_jobs: int,
     ``save`` as soon as it finishes, so an interrupted run resumes with the units it had not
     finished. ``n_jobs > 1`` (or -1) runs the units in joblib workers.
     """
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1:
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, Integral) or n_jobs == 0 \
+            or n_jobs < -1:
         raise ValidationError(f"n_jobs must be a positive int or -1, got {n_jobs!r}")
+    n_jobs = int(n_jobs)
     done: dict[int, T] = {}
     if path is not None:
         done = {i: load(path(i), i) for i in range(n) if path(i).exists()}
