@@ -605,6 +605,23 @@ def test_cell_folds_resume_from_a_checkpoint_after_an_interruption(tmp_path, rng
         evaluate_cells(other, folds, counted, checkpoint=ckpt)
 
 
+def test_cell_folds_keep_each_completions_choices_through_a_checkpoint(tmp_path, rng):
+    _full, values = simulate(rng)
+    folds = _three_folds(tmp_path, values)
+
+    def with_details(tr):
+        comp = complete_bias_als(tr, n_ensemble=2)
+        return comp._replace(details={"rank": np.int64(3), "weights": {1: np.float64(0.25)},
+                                      "elpd": np.array([1.5, 2.5])})
+
+    expected = {"rank": 3, "weights": {"1": 0.25}, "elpd": [1.5, 2.5]}
+    for _ in range(2):  # computed, then read back from the checkpoint
+        per_fold, _, _ = evaluate_cells(values, folds, with_details, checkpoint=tmp_path / "c")
+        assert [json.loads(d) for d in per_fold["details"]] == [expected] * 3
+    per_fold, _, _ = evaluate_cells(values, folds, lambda tr: complete_bias_als(tr, n_ensemble=2))
+    assert list(per_fold["details"]) == ["null"] * 3
+
+
 def test_cell_folds_in_parallel_give_the_sequential_numbers(tmp_path, rng):
     _full, values = simulate(rng)
     folds = _three_folds(tmp_path, values)

@@ -170,8 +170,8 @@ def _predict_fold(values: np.ndarray, fold: CellFold, completer: Completer) -> F
 
 
 def _as_json(details) -> str:
-    # numpy scalars (rank choices, weights) are written as the Python numbers they hold
-    return json.dumps(details, default=lambda o: o.item() if hasattr(o, "item") else str(o))
+    # numpy scalars and arrays (rank choices, weights) are written as the numbers they hold
+    return json.dumps(details, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o))
 
 
 def _checkpoint_file(checkpoint: Path, fold: CellFold) -> Path:
