@@ -148,8 +148,8 @@ def report(df: pd.DataFrame, sigmas: dict[str, float], command: str) -> str:
              "from the split's cache: the blend adds no fit, only a 27-point search on "
              "the out-of-fold predictions). A variant fitted on only some of the splits "
              "(`--groups gp-irt` and `--groups model-auto` are slow) is compared with the "
-             "others on exactly its splits, below the main table; gp-irt on all of "
-             "these M = 30 splits is in `defaults.md`.", ""]
+             "others on exactly its splits, below the main table; gp-irt with the current "
+             "defaults on the seed-0 splits of M = 30 is in `defaults.md`.", ""]
     for m_src, part in df.groupby("n_source"):
         llm = part[part["dataset"].isin(LLM)]
         if len(llm):
