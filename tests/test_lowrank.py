@@ -567,27 +567,27 @@ def _three_folds(tmp_path, values):
     return read_cell_folds(path, values.shape)
 
 
+def _counted(calls: list, *, interrupt_at: int | None = None, n_ensemble: int = 2):
+    """A Bias-ALS completer that counts its calls and can stop the run at one of them."""
+    def completer(tr):
+        calls.append(1)
+        if len(calls) == interrupt_at:
+            raise KeyboardInterrupt
+        return complete_bias_als(tr, n_ensemble=n_ensemble)
+
+    return completer
+
+
 def test_cell_folds_resume_from_a_checkpoint_after_an_interruption(tmp_path, rng):
     _full, values = simulate(rng)
     folds = _three_folds(tmp_path, values)
     calls = []
-
-    def interrupted(tr):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return complete_bias_als(tr, n_ensemble=2)
-
     ckpt = tmp_path / "ckpt"
     with pytest.raises(KeyboardInterrupt):
-        evaluate_cells(values, folds, interrupted, checkpoint=ckpt)
+        evaluate_cells(values, folds, _counted(calls, interrupt_at=2), checkpoint=ckpt)
     assert sorted(f.name for f in ckpt.iterdir()) == ["seed2_fold0.npz"]  # no partial file
     calls.clear()
-
-    def counted(tr):
-        calls.append(1)
-        return complete_bias_als(tr, n_ensemble=2)
-
+    counted = _counted(calls)
     _, summary, cells = evaluate_cells(values, folds, counted, checkpoint=ckpt)
     assert len(calls) == 2  # only the two unfinished folds ran
     _, fresh, fresh_cells = evaluate_cells(values, folds, counted)
@@ -898,23 +898,13 @@ def test_evaluate_probes_resumes_and_runs_in_parallel(tmp_path, rng):
 
     _, values = simulate(rng, n_rows=20, n_cols=10)
     calls = []
-
-    def interrupted(tr):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return complete_bias_als(tr, n_ensemble=1)
-
     ckpt = tmp_path / "probes"
     with pytest.raises(KeyboardInterrupt):
-        evaluate_probes(values, [1, 2], interrupted, group_size=5, checkpoint=ckpt)
+        evaluate_probes(values, [1, 2], _counted(calls, interrupt_at=3, n_ensemble=1),
+                        group_size=5, checkpoint=ckpt)
     assert len(list(ckpt.glob("*.npz"))) == 2
     calls.clear()
-
-    def counted(tr):
-        calls.append(1)
-        return complete_bias_als(tr, n_ensemble=1)
-
+    counted = _counted(calls, n_ensemble=1)
     resumed = evaluate_probes(values, [1, 2], counted, group_size=5, checkpoint=ckpt)
     assert len(calls) == 2  # the two groups that had not finished
     fresh = evaluate_probes(values, [1, 2], counted, group_size=5)
