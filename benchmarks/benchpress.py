@@ -28,6 +28,9 @@ Methods (every hyperparameter choice is made inside the fold, from training cell
 * ``bayes-metadata-cv10-conformal``: ``bayes-metadata-conformal`` with the factor from
   cross-conformal over 10 inner folds of each model's training cells (ten inner fits, every
   training cell a calibration cell once; ``complete_bayes(n_inner_folds=10)``);
+* ``bayes-metadata-cv20-conformal``: the same over 20 inner folds (twenty inner fits, each
+  seeing 95 % of the training cells instead of 90 %): the cost and the width of a smaller
+  cross-validation bias;
 * ``bayes-metadata-loo-conformal``: ``bayes-metadata-conformal`` with the rank chosen in each
   fold among 1-4 by PSIS-LOO of the fold's training cells (the rank choice is recorded);
 * ``bayes-metadata-stack-conformal``: the same four ranks mixed with Bayesian stacking
@@ -134,6 +137,9 @@ METHODS = {
         row_features=model_features()),
     "bayes-metadata-cv10-conformal": lambda tr: complete_bayes(
         tr, rank=2, df=4.0, calibration="conformal", n_inner_folds=10,
+        row_features=model_features()),
+    "bayes-metadata-cv20-conformal": lambda tr: complete_bayes(
+        tr, rank=2, df=4.0, calibration="conformal", n_inner_folds=20,
         row_features=model_features()),
     "bayes-metadata-loo-conformal": lambda tr: complete_bayes(
         tr, rank=(1, 2, 3, 4), df=4.0, calibration="conformal", inner_fraction=1 / 3,
@@ -668,7 +674,14 @@ NOTES = [
     "checked on the other three matrices (`conformal_cells.md`): mean coverage 0.899, "
     "0.903 and 0.901 on the older BenchPress release, MERGED and MTEB (a third: 0.911, "
     "0.911, 0.899), with a factor that varies less between folds (SD 0.038, 0.023, "
-    "0.010 against 0.105, 0.051, 0.036). The stacked "
+    "0.010 against 0.105, 0.051, 0.036). Over 20 inner folds "
+    "(`bayes-metadata-cv20-conformal`, each inner fit seeing 95 % of the training cells) "
+    "it covers 0.899 pooled (0.898) with a median "
+    "width of 26.94 (26.92), under the authors' protocol "
+    "0.900 and 25.85, for twice the inner "
+    "fits (run two folds at a time with other jobs, so its seconds are not comparable); it "
+    "was run after the 10-fold width missed the authors' by 0.09 (not a blind test), and "
+    "the default stays at 10 folds. The stacked "
     "posterior was not run with it: with four ranks it needs 44 NUTS fits per fold "
     "(about 8 minutes). The "
     "`bias-als-*` rows of the Table 4 section were re-run after their calibration folds "
@@ -786,12 +799,14 @@ def goals_section(cache: Path) -> list[str]:
         variants = [("", bayes), ("  with a tenth of the training cells for the factor "
                                   "(not a blind test, see the notes): ",
                                   ranked.get(f"{name}-inner10"))]
-        cross = {n: r for n, r in ranked.items() if "-cv10-" in n}
-        if cross:
-            cv = min(cross, key=lambda n: cross[n]["medae"])
-            variants.append((f"  cross-conformal over 10 inner folds (`{cv}`, MedAE "
-                             f"{cross[cv]['medae']:.3f}, ranking {cross[cv]['rank_acc']:.4f}; "
-                             "not a blind test, see the notes): ", cross[cv]))
+        for folds in (10, 20):  # cross-conformal: the best-MedAE method per number of folds
+            cross = {n: r for n, r in ranked.items() if f"-cv{folds}-" in n}
+            if cross:
+                cv = min(cross, key=lambda n: cross[n]["medae"])
+                variants.append((f"  cross-conformal over {folds} inner folds (`{cv}`, MedAE "
+                                 f"{cross[cv]['medae']:.3f}, ranking "
+                                 f"{cross[cv]['rank_acc']:.4f}; not a blind test, see the "
+                                 "notes): ", cross[cv]))
         for label, s in variants:
             if s:
                 cov = s["coverage90_pooled"]
