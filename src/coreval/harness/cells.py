@@ -178,28 +178,38 @@ def _checkpoint_file(checkpoint: Path, fold: CellFold) -> Path:
     return checkpoint / f"seed{fold.seed}_fold{fold.fold}.npz"
 
 
-def _save_fold(path: Path, values: np.ndarray, fold: CellFold, pred: FoldPrediction) -> None:
+def _save_npz(path: Path, **arrays) -> None:
+    """Write arrays to ``path`` atomically (a checkpoint unit)."""
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
-            np.savez(fh, rows=fold.rows, cols=fold.cols, actual=values[fold.rows, fold.cols],
-                     predicted=pred.predicted, lower=pred.lower, upper=pred.upper,
-                     seconds=pred.seconds, details=pred.details)
+            np.savez(fh, **arrays)
 
     write_atomic(path, write)
 
 
+def _load_npz(path: Path, expected: dict[str, np.ndarray], mismatch: str) -> dict:
+    """A checkpoint unit's arrays, after checking that ``expected`` ones match exactly."""
+    with np.load(path) as z:
+        if not all(np.array_equal(z[k], v, equal_nan=True) for k, v in expected.items()):
+            raise ValidationError(f"checkpoint {path} holds {mismatch}")
+        return {k: z[k] for k in z.files}
+
+
+def _save_fold(path: Path, values: np.ndarray, fold: CellFold, pred: FoldPrediction) -> None:
+    _save_npz(path, rows=fold.rows, cols=fold.cols, actual=values[fold.rows, fold.cols],
+              predicted=pred.predicted, lower=pred.lower, upper=pred.upper,
+              seconds=pred.seconds, details=pred.details)
+
+
 def _load_fold(path: Path, values: np.ndarray, fold: CellFold) -> FoldPrediction:
     """A stored fold, checked to be this fold of this matrix."""
-    with np.load(path) as z:
-        same = (np.array_equal(z["rows"], fold.rows) and np.array_equal(z["cols"], fold.cols)
-                and np.array_equal(z["actual"], values[fold.rows, fold.cols], equal_nan=True))
-        if not same:
-            raise ValidationError(
-                f"checkpoint {path} holds other cells or other scores than fold (seed "
-                f"{fold.seed}, fold {fold.fold}) of this matrix; use one checkpoint folder "
-                "per matrix, fold file and completer")
-        return FoldPrediction(z["predicted"], z["lower"], z["upper"], float(z["seconds"]),
-                              str(z["details"]))
+    z = _load_npz(path, {"rows": fold.rows, "cols": fold.cols,
+                         "actual": values[fold.rows, fold.cols]},
+                  f"other cells or other scores than fold (seed {fold.seed}, fold "
+                  f"{fold.fold}) of this matrix; use one checkpoint folder per matrix, fold "
+                  "file and completer")
+    return FoldPrediction(z["predicted"], z["lower"], z["upper"], float(z["seconds"]),
+                          str(z["details"]))
 
 
 def _fold_metrics(values: np.ndarray, fold: CellFold, pred: FoldPrediction,
@@ -424,22 +434,14 @@ def evaluate_probes(values: np.ndarray, probes: list[int], completer: Completer,
         return np.asarray(comp.mean[groups[i]], dtype=np.float64), time.perf_counter() - start
 
     def save(path: Path, i: int, result: tuple[np.ndarray, float]) -> None:
-        def write(tmp: Path) -> None:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, rows=groups[i], probes=probes, actual=values[groups[i]],
-                         mean=result[0], seconds=result[1])
-
-        write_atomic(path, write)
+        _save_npz(path, rows=groups[i], probes=probes, actual=values[groups[i]],
+                  mean=result[0], seconds=result[1])
 
     def load(path: Path, i: int) -> tuple[np.ndarray, float]:
-        with np.load(path) as z:
-            if not (np.array_equal(z["rows"], groups[i]) and np.array_equal(z["probes"], probes)
-                    and np.array_equal(z["actual"], values[groups[i]], equal_nan=True)):
-                raise ValidationError(
-                    f"checkpoint {path} holds other models, scores or probes than this "
-                    "evaluation; use one checkpoint folder per matrix, probe set, group size "
-                    "and completer")
-            return z["mean"], float(z["seconds"])
+        z = _load_npz(path, {"rows": groups[i], "probes": probes, "actual": values[groups[i]]},
+                      "other models, scores or probes than this evaluation; use one "
+                      "checkpoint folder per matrix, probe set, group size and completer")
+        return z["mean"], float(z["seconds"])
 
     ckpt = None if checkpoint is None else Path(checkpoint)
     results = _resumable_map(
