@@ -53,6 +53,7 @@ import argparse
 import functools
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -799,7 +800,8 @@ def goals_section(cache: Path) -> list[str]:
         variants = [("", bayes), ("  with a tenth of the training cells for the factor "
                                   "(not a blind test, see the notes): ",
                                   ranked.get(f"{name}-inner10"))]
-        for folds in (10, 20):  # cross-conformal: the best-MedAE method per number of folds
+        # cross-conformal: the best-MedAE method per number of inner folds (``-cvK-``)
+        for folds in sorted({int(m[1]) for n in ranked if (m := re.search(r"-cv(\d+)-", n))}):
             cross = {n: r for n, r in ranked.items() if f"-cv{folds}-" in n}
             if cross:
                 cv = min(cross, key=lambda n: cross[n]["medae"])
