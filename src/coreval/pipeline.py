@@ -373,7 +373,8 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
     fold_seeds = repeated_fold_seeds(seed, repeats)
     if selection == "random":
         method, options = random_variant(method, options)
-    t0 = cache.clock()  # reused fits count with the seconds they took (FitCache.clock)
+    cache.begin_run()  # each fit this run reuses counts once, with the seconds it took
+    t0 = cache.clock()
     selector, predictor, refit, select_seconds = _fit_once(method, source, k, seed, cache,
                                                            options)
     checked = (selection == "auto" and method.task == "score"
