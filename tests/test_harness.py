@@ -128,6 +128,17 @@ def _strip(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- run_grid
+def test_grid_checks_the_compiled_programs_after_every_cell(tmp_path, monkeypatch):
+    """A long grid drops JAX's programs before they exhaust the memory mappings."""
+    import coreval.harness.grid as grid
+
+    calls = []
+    monkeypatch.setattr(grid, "release_compiled_programs", lambda: calls.append(1))
+    df = run_grid({"toy": _binary()}, ["_test-mean"], [0.2, 5], seeds=[0, 1],
+                  split="random", out=tmp_path / "r.parquet", progress=False)
+    assert len(df) == 4 and len(calls) == 4
+
+
 def test_columns_and_score_metrics_match_direct_computation(tmp_path):
     data = _binary()
     out = tmp_path / "r.parquet"

@@ -127,3 +127,32 @@ def test_cli_commands_turn_the_cache_on(tmp_path) -> None:
                          env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert any(p.name.startswith("jit__") for p in cache.iterdir())
+
+
+def test_compiled_programs_are_dropped_once_they_hold_too_many_mappings(monkeypatch) -> None:
+    """The harness's guard against XLA running out of memory mappings in long runs."""
+    import coreval.jax_cache as jc
+
+    cleared = []
+    monkeypatch.setattr(jax, "clear_caches", lambda: cleared.append(True))
+    monkeypatch.setattr(jc, "memory_map_usage", lambda: (40_000, 65_530))
+    assert jc.release_compiled_programs() and cleared == [True]  # above half the limit
+    monkeypatch.setattr(jc, "memory_map_usage", lambda: (20_000, 65_530))
+    assert not jc.release_compiled_programs() and cleared == [True]
+    monkeypatch.setattr(jc, "memory_map_usage", lambda: None)  # no /proc: nothing to do
+    assert not jc.release_compiled_programs(share=0.0) and cleared == [True]
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="counts mappings in /proc")
+def test_dropping_compiled_programs_unmaps_them() -> None:
+    """Each compiled shape holds mappings until JAX's caches are cleared (the real effect)."""
+    from coreval.jax_cache import memory_map_usage, release_compiled_programs
+
+    before = memory_map_usage()[0]
+    f = jax.jit(lambda x: jnp.tanh(x @ x.T).sum())
+    for n in range(1, 101):  # 100 shapes, 100 programs
+        f(jnp.ones((n, 3))).block_until_ready()
+    grown = memory_map_usage()[0]
+    assert grown - before > 200
+    assert release_compiled_programs(share=0.0)
+    assert memory_map_usage()[0] < grown - 200

@@ -118,3 +118,54 @@ def enable_compilation_cache(path: str | os.PathLike | None = None, *,
         jax.config.update("jax_persistent_cache_min_compile_time_secs",
                           float(min_compile_seconds))
     return directory
+
+
+#: Share of the kernel's limit on a process's memory mappings (``vm.max_map_count``)
+#: above which :func:`release_compiled_programs` drops JAX's compiled programs.
+MAP_SHARE = 0.5
+
+
+def memory_map_usage() -> tuple[int, int] | None:
+    """``(memory mappings of this process, the kernel's limit)``, or None without ``/proc``."""
+    try:
+        with open(f"/proc/{os.getpid()}/maps", "rb") as maps:
+            used = sum(1 for _ in maps)
+        with open("/proc/sys/vm/max_map_count") as limit:
+            return used, int(limit.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def release_compiled_programs(share: float = MAP_SHARE) -> bool:
+    """Drop JAX's in-memory compiled programs once they hold too many memory mappings.
+
+    XLA maps each compiled program's code and data into memory (about three mappings per
+    program), and JAX keeps every program it compiled, for every shape, for the life of
+    the process. A long harness run fits many shapes (folds, splits, datasets) and
+    reaches Linux's limit on a process's mappings (``vm.max_map_count``, 65530 by
+    default) after an hour or so; XLA then fails with "LLVM ERROR: Unable to allocate
+    section memory" and the process dies. The harness calls this after each unit of
+    work: when the process holds more than ``share`` of the limit, ``jax.clear_caches()``
+    frees the programs (later fits compile again, or load from the persistent cache of
+    :func:`enable_compilation_cache`).
+
+    Parameters
+    ----------
+    share : float
+        Share of the limit above which the programs are dropped (0 drops them always).
+
+    Returns
+    -------
+    bool
+        Whether they were dropped (never when JAX was not imported, or where the
+        mappings cannot be counted).
+    """
+    jax = sys.modules.get("jax")
+    usage = memory_map_usage()
+    if jax is None or usage is None or usage[0] <= share * usage[1]:
+        return False
+    import gc
+
+    jax.clear_caches()
+    gc.collect()  # the programs are freed, and their mappings unmapped, with their objects
+    return True

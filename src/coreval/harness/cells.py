@@ -37,6 +37,7 @@ from joblib import Parallel, delayed
 from coreval._atomic import write_atomic
 from coreval._progress import progress_bar
 from coreval.errors import ValidationError
+from coreval.jax_cache import release_compiled_programs
 from coreval.lowrank.complete import Completion
 
 #: ``completer(train_values) -> Completion`` of every cell (native scales).
@@ -262,7 +263,7 @@ def _resumable_map(n: int, compute: Callable[[int], T], *, n_jobs: int,
     bar = progress_bar(total=n, desc=desc, show=show_progress)
     bar.update(len(done))
     if n_jobs == 1:
-        results: Iterable[tuple[int, T]] = ((i, compute(i)) for i in todo)
+        results: Iterable[tuple[int, T]] = (_indexed(compute, i) for i in todo)
     else:
         results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(
             delayed(_indexed)(compute, i) for i in todo)
@@ -276,7 +277,11 @@ def _resumable_map(n: int, compute: Callable[[int], T], *, n_jobs: int,
 
 
 def _indexed(compute: Callable[[int], T], i: int) -> tuple[int, T]:
-    return i, compute(i)
+    """``(i, compute(i))``; then JAX's compiled programs are dropped if they hold too many
+    memory mappings (:func:`coreval.jax_cache.release_compiled_programs`)."""
+    result = compute(i)
+    release_compiled_programs()
+    return i, result
 
 
 def evaluate_cells(values: np.ndarray, folds: list[CellFold], completer: Completer, *,

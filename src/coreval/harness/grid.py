@@ -37,11 +37,18 @@ from coreval.harness.store import (
     stable_hash,
     to_frame,
 )
+from coreval.jax_cache import release_compiled_programs
 from coreval.methods import Method, get_method
 from coreval.pipeline import check_options, fit_method
 
 #: Nominal level of the interval columns ``coverage90`` / ``width90``.
 LEVEL = 0.9
+#: Fits kept by the cache that the cells of one split share. gp-irt's calibration folds
+#: alone make 44 fits that its budgets and its ``+``/``++`` variants all reuse; with 16
+#: the oldest were dropped before the next cell needed them (gsm, M = 30, three budgets
+#: of the three variants: 396 fits and 296 s with 16, 44 fits, 81 s and 756 MB held with
+#: 256; benchmarks/results/timing_accounting.md).
+SPLIT_CACHE_SIZE = 64
 #: Bump when the meaning of a stored cell changes (invalidates old parts).
 CELL_VERSION = 2
 
@@ -81,7 +88,7 @@ def run_grid(datasets: Mapping[str, ScoreMatrix], methods: Sequence[str],
     the source models (``seconds_select``), its predictor on the source models and
     the coreset (``seconds_fit``), and the target models' coreset scores are
     predicted (``seconds_predict``); a fit shared with another cell through the split's
-    cache counts in every cell that uses it, with the seconds it took
+    cache counts in every cell that uses it, once, with the seconds it took
     (:meth:`coreval.base.FitCache.clock`). Methods of task ``"score"`` are scored against
     ``target.summary_scores()`` in native units; methods of task ``"impute"``
     against the target models' unselected observed cells, in training-standardised
@@ -291,10 +298,17 @@ def _execute(todo: list[Cell], datasets: Mapping[str, ScoreMatrix],
 
 def run_cells(cells: Sequence[Cell], matrix: ScoreMatrix,
               methods: Mapping[str, Method]) -> Iterator[dict]:
-    """Run cells of one split with one shared fit cache, yielding each row when done."""
-    cache = FitCache()
+    """Run cells of one split with one shared fit cache, yielding each row when done.
+
+    After each cell, JAX's compiled programs are dropped if they hold too many of the
+    process's memory mappings (:func:`coreval.jax_cache.release_compiled_programs`), so
+    that a long grid does not die in XLA.
+    """
+    cache = FitCache(maxsize=SPLIT_CACHE_SIZE)
     for c in cells:
-        yield run_cell(c, matrix, methods[c.method], cache=cache)
+        row = run_cell(c, matrix, methods[c.method], cache=cache)
+        release_compiled_programs()
+        yield row
 
 
 def _run_cells_list(cells: Sequence[Cell], matrix: ScoreMatrix,
