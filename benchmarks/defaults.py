@@ -57,7 +57,10 @@ def report(df: pd.DataFrame, data_dir: Path, command: str) -> str:
              "RMSE and width in pp. Seeds "
              f"{', '.join(str(v) for v in sorted(ok['seed'].unique()))}: one binned split per "
              "seed and dataset, so the RMSE of one method varies by a few tenths of a pp from "
-             "seed to seed and close rows are not ranked by these numbers.", ""]
+             "seed to seed and close rows are not ranked by these numbers. Seconds: select + "
+             "fit + predict of a run on its own (a fit the run reuses counts once, with the "
+             "seconds it took: FitCache.clock), one thread, with another grid process running "
+             "beside it on the 2-core machine.", ""]
     for m_src, g in ok.groupby("n_source"):
         llm = g[g["dataset"].isin(LLM)]
         present = sorted(set(llm["dataset"]))
