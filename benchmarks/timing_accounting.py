@@ -111,7 +111,9 @@ def main() -> None:
         "`warm`: the same run again with the cache the cold run filled, as a harness cell "
         "after another cell of its split: the reported seconds should still be the cold "
         "run's, while the wall time is what the reuse left. Each method is run once before, "
-        "so neither run compiles. One process, one thread.", "",
+        "so neither run compiles. mrmr++ keeps nothing in the cache, so its warm run "
+        "computes everything again. One process, one thread, with another job beside it on "
+        "the 2-core machine.", "",
         *_md(table, {"cold wall (s)": ".1f", "cold reported / wall": ".3f",
                      "warm wall (s)": ".1f", "warm reported / cold reported": ".3f"}), "",
         f"## The split's cache: gp-irt, gp-irt+ and gp-irt++ at 5, 10 and 15 % "
