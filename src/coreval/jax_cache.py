@@ -139,7 +139,7 @@ def memory_map_usage() -> tuple[int, int] | None:
 def release_compiled_programs(share: float = MAP_SHARE) -> bool:
     """Drop JAX's in-memory compiled programs once they hold too many memory mappings.
 
-    XLA maps each compiled program's code and data into memory (about three mappings per
+    XLA maps each compiled program's code and data into memory (a few mappings per
     program), and JAX keeps every program it compiled, for every shape, for the life of
     the process. A long harness run fits many shapes (folds, splits, datasets) and
     reaches Linux's limit on a process's mappings (``vm.max_map_count``, 65530 by
