@@ -161,8 +161,10 @@ def release_compiled_programs(share: float = MAP_SHARE) -> bool:
         mappings cannot be counted).
     """
     jax = sys.modules.get("jax")
+    if jax is None:  # nothing compiled: no need to read the mappings
+        return False
     usage = memory_map_usage()
-    if jax is None or usage is None or usage[0] <= share * usage[1]:
+    if usage is None or usage[0] <= share * usage[1]:
         return False
     import gc
 

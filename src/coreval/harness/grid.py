@@ -46,8 +46,8 @@ LEVEL = 0.9
 #: Fits kept by the cache that the cells of one split share. gp-irt's calibration folds
 #: alone make 44 fits that its budgets and its ``+``/``++`` variants all reuse; with 16
 #: the oldest were dropped before the next cell needed them (gsm, M = 30, three budgets
-#: of the three variants: 396 fits and 296 s with 16, 44 fits, 81 s and 756 MB held with
-#: 256; benchmarks/results/timing_accounting.md).
+#: of the three variants: 396 fits and 457 s with 16, 44 fits, 58 s and 756 MB held with
+#: 64; benchmarks/results/timing_accounting.md).
 SPLIT_CACHE_SIZE = 64
 #: Bump when the meaning of a stored cell changes (invalidates old parts).
 CELL_VERSION = 2
