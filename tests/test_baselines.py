@@ -232,15 +232,22 @@ def test_ridge_default_grid_depends_on_kind(rng):
     assert out.interval == "none"
 
 
-def test_kernel_ridge_predictor_matches_gridsearch(rng):
+@pytest.mark.parametrize("degree", [2, 3])
+def test_kernel_ridge_predictor_matches_gridsearch(rng, degree):
+    """λ by closed-form leave-one-out is GridSearchCV's choice, over coresets of many sizes."""
     data = binary_matrix(rng, 30, 40)
-    coreset = Coreset.from_indices(data, [0, 5, 9, 14, 20])
-    x, y = data.values[:, coreset.indices], data.summary_scores()
-    pred = KernelRidgePredictor(interval="none").fit(data, coreset)
-    ref = GridSearchCV(KernelRidge(kernel="poly", degree=2, coef0=1), {"alpha": BINARY_GRID},
-                       cv=LeaveOneOut(), scoring="neg_mean_squared_error").fit(x, y)
-    assert pred.alpha_ == ref.best_params_["alpha"]
-    np.testing.assert_allclose(pred.predict(x).mean, np.clip(ref.predict(x), 0, 1))
+    chosen = set()
+    for size in (2, 5, 9, 15, 25):
+        coreset = Coreset.from_indices(data, rng.choice(40, size, replace=False))
+        x, y = data.values[:, coreset.indices], data.summary_scores()
+        pred = KernelRidgePredictor(degree=degree, interval="none").fit(data, coreset)
+        ref = GridSearchCV(KernelRidge(kernel="poly", degree=degree, coef0=1),
+                           {"alpha": BINARY_GRID}, cv=LeaveOneOut(),
+                           scoring="neg_mean_squared_error").fit(x, y)
+        assert pred.alpha_ == ref.best_params_["alpha"], size
+        np.testing.assert_allclose(pred.predict(x).mean, np.clip(ref.predict(x), 0, 1))
+        chosen.add(pred.alpha_)
+    assert len(chosen) >= 2  # the comparison saw more than one λ chosen
 
 
 def test_kernel_ridge_jackknife_matches_refits(rng):

@@ -294,6 +294,33 @@ def test_irt_bayes_is_accurate_and_calibrated(sim, anchors, cache):
 
 
 @needs_engine
+def test_irt_bayes_predicts_each_model_alone_with_the_shared_grid(sim, cache):
+    """The quadrature tables are made once per call and shared by its models; each model's
+    prediction is still its own: the same alone, in a batch and in reversed order."""
+    from coreval.irt.logistic import ability_grid, grid_ability_draws
+    from coreval.prediction.irt_bayes import IRTBayesPredictor
+
+    source, target, _, _ = sim
+    cs = Coreset.from_indices(source, np.random.default_rng(1).permutation(N_ITEMS)[:K])
+    predictor = IRTBayesPredictor(irt=FIT.replace(num_draws=50)).fit(source, cs, cache=cache)
+    x = target[:12, cs.indices]
+    batch = predictor.predict(x)
+    backwards = predictor.predict(x[::-1])
+    for j in (0, 5, 11):
+        alone = predictor.predict(x[j])
+        np.testing.assert_array_equal(alone.mean, batch.mean[j:j + 1])
+        np.testing.assert_array_equal(alone.lower, batch.lower[j:j + 1])
+        np.testing.assert_array_equal(backwards.upper[::-1][j], batch.upper[j])
+    # the tables give the draws of the direct call, for the same random stream
+    a, d, c = predictor.params_coreset_
+    direct = grid_ability_draws(x, a, d, c, rng=np.random.default_rng(3))
+    shared = grid_ability_draws(x, rng=np.random.default_rng(3), grid=ability_grid(a, d, c))
+    np.testing.assert_array_equal(direct, shared)
+    with pytest.raises(ValidationError, match="responses have 5 items, the grid 30"):
+        grid_ability_draws(x[:, :5], rng=np.random.default_rng(3), grid=ability_grid(a, d, c))
+
+
+@needs_engine
 def test_registered_irt_bayes_defaults_are_calibrated(sim):
     """The registered method as a user runs it (default coreset and cross-validated misfit)."""
     from coreval.methods import get_method

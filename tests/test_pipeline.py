@@ -209,6 +209,42 @@ def test_auto_selection_of_a_stack_compares_its_own_out_of_fold_residuals(leader
     assert kept.calibration == "native"  # the stack's conformal interval is kept
 
 
+def test_a_random_coreset_pipeline_is_fitted_once_per_cache(leaderboard, monkeypatch):
+    """A stack's selection check asks for the fit of the random stack; with one cache (a
+    harness split) it is made once, and the numbers are those of separate fits."""
+    import coreval.pipeline as pipeline
+
+    source, target = leaderboard
+    made: list[str] = []
+    real = pipeline._fit_pipeline
+
+    def counted(method, *args, **kwargs):
+        made.append(type(method.make_selector(k=12)).__name__)
+        return real(method, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_fit_pipeline", counted)
+    cache = FitCache()
+    forced = fit_method(get_method("_test-least-relevant-stack"), source, 12, seed=3,
+                        selection="random", cache=cache)
+    kept = fit_method(get_method("_test-most-relevant-stack"), source, 12, seed=0,
+                      cache=cache)
+    assert made == ["RandomSelector", "RelevanceSelector", "RandomSelector"]  # seeds differ
+    checked = fit_method(get_method("_test-most-relevant-stack"), source, 12, seed=3,
+                         cache=cache)
+    assert made[3:] == ["RelevanceSelector"]  # its random stack is the first one's
+    alone = fit_method(get_method("_test-most-relevant-stack"), source, 12, seed=3)
+    assert checked.selection_rmse == alone.selection_rmse and checked.selection == "method"
+    x = target.values[:, checked.coreset.indices]
+    np.testing.assert_array_equal(checked.predict_array(x).upper, alone.predict_array(x).upper)
+    assert forced.seconds["fit"] > 0 and kept.selection == "method"
+    # a pipeline whose selector reads the scores is not kept: fitting it again refits it
+    made.clear()
+    for _ in range(2):
+        fit_method(get_method("_test-most-relevant++"), source, 12, seed=0, cache=cache,
+                   selection="method", calibration="native")
+    assert made == ["RelevanceSelector", "RelevanceSelector"]
+
+
 def test_auto_selection_of_irt_bayes_compares_its_misfit_folds(leaderboard):
     """irt-bayes is checked on the out-of-fold residuals of its own misfit folds."""
     source, target = leaderboard

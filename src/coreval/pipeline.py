@@ -81,6 +81,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import joblib
 import numpy as np
 import pandas as pd
 
@@ -93,12 +94,14 @@ from coreval.base import (
     Selector,
     out_of_fold,
     repeated_fold_seeds,
+    source_fingerprint,
 )
 from coreval.base.checks import check_positive_int, check_seed
 from coreval.base.conformal import split_conformal_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import TooFewModelsError, ValidationError, preview
 from coreval.methods.registry import Component, Method
+from coreval.selection.random import RandomSelector
 
 Calibration = Literal["auto", "native", "cv"]
 #: Accepted ``calibration=`` values.
@@ -131,8 +134,6 @@ def random_variant(method: Method, options: Mapping[str, Any]) -> tuple[Method, 
     The predictor and its options are unchanged (``mrmr++`` becomes ``random++``); the
     selector's own options are dropped.
     """
-    from coreval.selection.random import RandomSelector
-
     _, predictor_options = method.route(options)
     variant = replace(method, selector=Component(RandomSelector))
     return variant, {f"predictor__{k}": v for k, v in predictor_options.items()}
@@ -429,7 +430,29 @@ def _fit_once(method: Method, source: ScoreMatrix, k: int, seed: int, cache: Fit
               options: dict[str, Any]) -> tuple[Selector, Predictor, FoldRefit, float]:
     """The selector and predictor fitted on ``source``, the method's refit, and the seconds
     the selection took (the rest of :func:`fit_method`, a selection check included, is
-    counted as fitting)."""
+    counted as fitting).
+
+    A random-coreset pipeline is kept in ``cache``: the selection check of a stack asks
+    for the very fit of the random method it is compared with (``stack-mrmr``'s check
+    fits ``stack-random``), and a harness split runs both with one cache. The key is the
+    selector's and predictor's classes and parameters, not the method's name, so the two
+    meet; the fit is deterministic, so reusing it changes no number.
+    """
+    def fit() -> tuple[Selector, Predictor, FoldRefit, float]:
+        return _fit_pipeline(method, source, k, seed, cache, options)
+
+    if getattr(method.selector, "cls", None) is not RandomSelector:
+        return fit()
+    selector = method.make_selector(k=k, seed=seed, **options)
+    predictor = method.make_predictor(seed=seed, **options)
+    spec = joblib.hash([(type(est).__qualname__, sorted(est.get_params(deep=False).items()))
+                        for est in (selector, predictor)])
+    return cache.get_or_fit(("pipeline", source_fingerprint(source), spec), fit)
+
+
+def _fit_pipeline(method: Method, source: ScoreMatrix, k: int, seed: int, cache: FitCache,
+                  options: dict[str, Any]) -> tuple[Selector, Predictor, FoldRefit, float]:
+    """:func:`_fit_once` without the cache."""
     refit = fold_refit(method, k, seed=seed, cache=cache, options=options)
     try:
         t0 = cache.clock()

@@ -15,6 +15,7 @@ Polo, F. M. et al. (2024). tinyBenchmarks (the ability MLE of p-IRT).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import minimize
@@ -124,9 +125,51 @@ def estimate_abilities(y: np.ndarray, a: np.ndarray, d: np.ndarray, c: np.ndarra
     return res.x.reshape(n_models, dims)
 
 
-def grid_ability_draws(x: np.ndarray, a: np.ndarray, d: np.ndarray, c: np.ndarray | None = None,
-                       *, rng: np.random.Generator, half_width: float = GRID_HALF_WIDTH,
-                       n_nodes: int = GRID_NODES) -> np.ndarray:
+class AbilityGrid(NamedTuple):
+    """Item-side tables of the 1-D ability quadrature (:func:`ability_grid`).
+
+    ``logit[i, s·G + g] = logit p_i(θ_g)`` and ``log_q[i, s·G + g] = log(1 - p_i(θ_g))``
+    under item-parameter draw ``s``: (k, S·G) layouts so that the log-likelihood of
+    many models is one BLAS matrix product.
+    """
+
+    nodes: np.ndarray
+    logit: np.ndarray
+    log_q: np.ndarray
+    n_draws: int
+
+
+def ability_grid(a: np.ndarray, d: np.ndarray, c: np.ndarray | None = None, *,
+                 half_width: float = GRID_HALF_WIDTH, n_nodes: int = GRID_NODES) -> AbilityGrid:
+    """The quadrature tables of coreset items, made once and shared by every model scored.
+
+    Parameters
+    ----------
+    a : ndarray, shape (S, k, 1); d, c : ndarray, shape (S, k)
+        Item-parameter draws of the coreset items.
+    half_width, n_nodes : grid ``linspace(-half_width, half_width, n_nodes)``.
+
+    Returns
+    -------
+    AbilityGrid
+    """
+    nodes = np.linspace(-half_width, half_width, n_nodes)
+    z = np.clip(a[:, :, 0, None] * nodes + d[:, :, None], -LOGIT_CLIP, LOGIT_CLIP)  # (S, k, G)
+    p = expit(z)
+    if c is not None:
+        p = c[:, :, None] + (1.0 - c[:, :, None]) * p
+    p = np.clip(p, 1e-12, 1.0 - 1e-12)
+    log_q = np.log1p(-p)
+    logit = np.log(p) - log_q
+    n_draws, k = d.shape
+    return AbilityGrid(nodes=nodes, logit=logit.transpose(1, 0, 2).reshape(k, -1),
+                       log_q=log_q.transpose(1, 0, 2).reshape(k, -1), n_draws=n_draws)
+
+
+def grid_ability_draws(x: np.ndarray, a: np.ndarray | None = None, d: np.ndarray | None = None,
+                       c: np.ndarray | None = None, *, rng: np.random.Generator,
+                       half_width: float = GRID_HALF_WIDTH, n_nodes: int = GRID_NODES,
+                       grid: AbilityGrid | None = None) -> np.ndarray:
     """1-D ability draws by quadrature, for many models and item-parameter draws at once.
 
     For item-parameter draw ``s`` the posterior of a model's ability on a regular
@@ -144,26 +187,26 @@ def grid_ability_draws(x: np.ndarray, a: np.ndarray, d: np.ndarray, c: np.ndarra
     x : ndarray, shape (n_models, k)
         Responses on the coreset items (NaN = not answered, skipped).
     a : ndarray, shape (S, k, 1); d, c : ndarray, shape (S, k)
-        Item-parameter draws of the coreset items.
+        Item-parameter draws of the coreset items (not needed with ``grid``).
     rng : numpy Generator
     half_width, n_nodes : grid ``linspace(-half_width, half_width, n_nodes)``.
+    grid : AbilityGrid, optional
+        The tables of :func:`ability_grid`, made once where models are scored one at a
+        time (they cost more than a model's draws: S·k·G logistic evaluations).
 
     Returns
     -------
     ndarray, shape (n_models, S)
     """
-    nodes = np.linspace(-half_width, half_width, n_nodes)
-    z = np.clip(a[:, :, 0, None] * nodes + d[:, :, None], -LOGIT_CLIP, LOGIT_CLIP)  # (S, k, G)
-    p = expit(z)
-    if c is not None:
-        p = c[:, :, None] + (1.0 - c[:, :, None]) * p
-    p = np.clip(p, 1e-12, 1.0 - 1e-12)
-    log_q = np.log1p(-p)
-    logit = np.log(p) - log_q
-    n_draws, k = d.shape
-    # (k, S·G) layouts so that each log-likelihood is one BLAS matrix product
-    logit_2d = logit.transpose(1, 0, 2).reshape(k, -1)
-    log_q_2d = log_q.transpose(1, 0, 2).reshape(k, -1)
+    if grid is None:
+        if a is None or d is None:
+            raise ValidationError("grid_ability_draws needs item parameters a and d, or grid")
+        grid = ability_grid(a, d, c, half_width=half_width, n_nodes=n_nodes)
+    nodes, n_draws = grid.nodes, grid.n_draws
+    n_nodes = len(nodes)
+    if grid.logit.shape[0] != x.shape[1]:
+        raise ValidationError(f"grid_ability_draws: responses have {x.shape[1]} items, the "
+                              f"grid {grid.logit.shape[0]}")
     mask = ~np.isnan(x)
     y = np.where(mask, x, 0.0)
     step = nodes[1] - nodes[0]
@@ -172,7 +215,7 @@ def grid_ability_draws(x: np.ndarray, a: np.ndarray, d: np.ndarray, c: np.ndarra
     for lo in range(0, x.shape[0], chunk):  # chunks bound the (models, S, G) arrays
         sl = slice(lo, lo + chunk)
         # Σ_i y_i logit(p_sig) + Σ_i m_i log(1 - p_sig), then the N(0, 1) prior
-        loglik = y[sl] @ logit_2d + mask[sl].astype(float) @ log_q_2d
+        loglik = y[sl] @ grid.logit + mask[sl].astype(float) @ grid.log_q
         logpost = loglik.reshape(-1, n_draws, n_nodes) - 0.5 * nodes**2
         logpost -= logpost.max(axis=2, keepdims=True)
         cdf = np.cumsum(np.exp(logpost), axis=2)

@@ -46,7 +46,13 @@ from coreval.base.conformal import conformal_inflation
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.irt.fit_spec import IRTFitSpec
-from coreval.irt.logistic import LOGIT_CLIP, grid_ability_draws, grid_ability_draws_2d
+from coreval.irt.logistic import (
+    LOGIT_CLIP,
+    AbilityGrid,
+    ability_grid,
+    grid_ability_draws,
+    grid_ability_draws_2d,
+)
 from coreval.irt.source_fit import (
     AUTO_MODELS,
     AUTO_PRIORS,
@@ -513,12 +519,26 @@ class IRTBayesPredictor(Predictor):
         self.binary_ = source.is_binary
         self._fit_misfit(source)
 
-    def _theta_draws(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Ability draws ``(n_models, S, D)``, draw ``s`` given item-parameter draw ``s``."""
+    def _ability_grid(self) -> AbilityGrid | None:
+        """The 1-D quadrature tables of the coreset items, or None where abilities are
+        drawn otherwise (D = 2, ``ability_method`` other than eap, continuous models)."""
+        if (self.ability_method == "eap" and self.logistic_
+                and self.params_coreset_[0].shape[2] == 1):
+            return ability_grid(*self.params_coreset_)
+        return None
+
+    def _theta_draws(self, x: np.ndarray, rng: np.random.Generator,
+                     grid: AbilityGrid | None = None) -> np.ndarray:
+        """Ability draws ``(n_models, S, D)``, draw ``s`` given item-parameter draw ``s``.
+
+        ``grid``: the tables of :meth:`_ability_grid`, when the caller scores models one
+        at a time with the same coreset (made here otherwise).
+        """
         dims = self.params_coreset_[0].shape[2]
         if self.ability_method == "eap" and self.logistic_ and dims <= 2:
             if dims == 1:
-                return grid_ability_draws(x, *self.params_coreset_, rng=rng)[..., None]
+                grid = self._ability_grid() if grid is None else grid
+                return grid_ability_draws(x, rng=rng, grid=grid)[..., None]
             return grid_ability_draws_2d(x, *self.params_coreset_, rng=rng)
         return self._engine_theta_draws(x, rng)
 
@@ -788,12 +808,15 @@ class IRTBayesPredictor(Predictor):
         rngs = [self._row_rng(row) for row in x]
         theta = (grid_ability_draws_2d(x, *self.params_coreset_, rng=rngs)
                  if self._batched_2d() else None)
+        grid = self._ability_grid()  # the coreset's tables, shared by the rows below
         blend_tau2 = getattr(self, "blend_tau2_", 0.0)  # selections saved before the blend
         shift_parts = self.blend_parts(x) if blend_tau2 != 0.0 else None
         for j, row in enumerate(x):
             rng = rngs[j]
-            mean_j, draws_j = self._simulate(row[None], rng,
-                                             None if theta is None else theta[j:j + 1])
+            # the row's abilities come first from its stream, as _simulate would draw them
+            theta_j = (theta[j:j + 1] if theta is not None else
+                       self._theta_draws(row[None], rng, grid) if grid is not None else None)
+            mean_j, draws_j = self._simulate(row[None], rng, theta_j)
             if shift_parts is not None:
                 shift = blend_shift(mean_j, shift_parts[j:j + 1], blend_tau2)
                 mean_j, draws_j = mean_j + shift, draws_j + shift[None]

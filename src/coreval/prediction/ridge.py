@@ -24,13 +24,12 @@ from sklearn.base import RegressorMixin, clone
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.metrics.pairwise import polynomial_kernel
-from sklearn.model_selection import GridSearchCV, LeaveOneOut
 
 from coreval.base import Coreset, Prediction, Predictor
 from coreval.base.conformal import jackknife_plus_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
-from coreval.regression import alpha_grid
+from coreval.regression import alpha_grid, kernel_ridge_loo_batch
 
 _INTERVALS = ("jackknife+", "none")
 
@@ -207,7 +206,8 @@ class KernelRidgePredictor(LooRegressionPredictor):
 
     ``GridSearchCV(KernelRidge(kernel="poly", degree, coef0, gamma=None), {"alpha": grid},
     cv=LeaveOneOut(), scoring="neg_mean_squared_error")``, refitted on all source
-    models with the best λ. The kernel is ``(γ⟨x, x'⟩ + coef0)^degree`` with
+    models with the best λ (the leave-one-out errors in closed form,
+    :func:`coreval.regression.kernel_ridge_loo_batch`). The kernel is ``(γ⟨x, x'⟩ + coef0)^degree`` with
     scikit-learn's default γ = 1 / n_features; there is no separate intercept.
 
     Parameters
@@ -244,10 +244,13 @@ class KernelRidgePredictor(LooRegressionPredictor):
             raise ValidationError(f"kernel degree must be a positive integer, got "
                                   f"{self.degree!r}")
         grid = alpha_grid(self.alphas, source)
-        search = GridSearchCV(self._kernel_ridge(), {"alpha": list(grid)}, cv=LeaveOneOut(),
-                              scoring="neg_mean_squared_error").fit(x, y)
-        self.alpha_ = float(search.best_params_["alpha"])
-        return search.best_estimator_
+        # λ by the closed-form leave-one-out of the batched engine: the choice of
+        # GridSearchCV(..., cv=LeaveOneOut()) (tests/test_baselines.py) from one
+        # eigendecomposition instead of n × |grid| fits through scikit-learn's machinery
+        _, chosen = kernel_ridge_loo_batch(x[None], y, x[None], grid, degree=int(self.degree),
+                                           coef0=float(self.coef0))
+        self.alpha_ = float(chosen[0])
+        return self._kernel_ridge(self.alpha_).fit(x, y)
 
     def _loo_estimator(self) -> KernelRidge:
         return self._kernel_ridge(self.alpha_)
