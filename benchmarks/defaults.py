@@ -60,7 +60,10 @@ def report(df: pd.DataFrame, data_dir: Path, command: str) -> str:
              "seed to seed and close rows are not ranked by these numbers. Seconds: select + "
              "fit + predict of a run on its own (a fit the run reuses counts once, with the "
              "seconds it took: FitCache.clock), one thread, with another grid process running "
-             "beside it on the 2-core machine.", ""]
+             "beside it on the 2-core machine. A stored cell keeps the seconds of the code "
+             "that computed it: kernel ridge's λ and irt-bayes' ability quadrature became "
+             "faster afterwards with the same numbers (CHANGELOG), and item_level.md has the "
+             "same cells (seed 0) with the current seconds.", ""]
     for m_src, g in ok.groupby("n_source"):
         llm = g[g["dataset"].isin(LLM)]
         present = sorted(set(llm["dataset"]))
