@@ -223,13 +223,15 @@ def report(data_dir: Path, command: str, wall: float | None) -> str:
              "Eqs. 25-27). RMSE, MAE and width in percentage points; coverage90 = fraction of "
              "target models inside the method's default nominal 90 % interval "
              "(`calibration=\"auto\"`: split conformal on out-of-fold residuals with the "
-             "selection re-run per fold where the selector reads the source scores; otherwise "
-             "the predictor's own: jackknife+ for the ridge refits on random items, the "
-             "posterior for irt-bayes and metabench's GAM, conformal on the stacked "
-             "out-of-fold residuals for the stacks); Φ̂ = Nogueira et al.'s stability of the "
-             f"coresets across the {len(seeds)} seeds (mean over datasets; — with one seed); "
-             "seconds = median select + fit + predict per run (a fit reused from another run "
-             "counts with the seconds it took).", "",
+             "selection re-run per fold wherever the selector reads the source scores, metabench "
+             "included, and for the stacks on their own cross-fitted residuals; otherwise the "
+             "predictor's own: jackknife+ for the ridge refits on random items, also where the "
+             "selection check chose a random coreset, split conformal for random, the "
+             "posterior for irt-bayes; each raw cell's `interval` column says which); Φ̂ = "
+             "Nogueira et al.'s stability of the coresets across seeds (mean over datasets; — "
+             "with one seed); seconds = median select + fit + predict per run (a fit reused "
+             "from another run counts with the seconds it took, so the summed time above "
+             "counts a shared fit in every run that uses it).", "",
              "![item level](figures/item_level.png)", ""]
     show = agg.copy()
     for c in ("rmse", "mae", "width90"):
