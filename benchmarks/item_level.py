@@ -200,13 +200,26 @@ def headline(agg: pd.DataFrame) -> list[str]:
     return [*lines, ""]
 
 
+def complete_seeds(df: pd.DataFrame) -> list[int]:
+    """Seeds with a stored run of every dataset × M × method × budget of the grid."""
+    cells = ["dataset", "n_source", "method", "budget"]
+    grid = df[df["method"].isin(METHODS) & df["dataset"].isin(DATASETS)
+              & df["n_source"].isin(N_SOURCE)]
+    counts = grid.drop_duplicates([*cells, "seed"]).groupby("seed").size()
+    expected = len(DATASETS) * len(N_SOURCE) * len(METHODS) * len(BUDGETS)
+    return sorted(int(s) for s in counts[counts == expected].index)
+
+
 def report(data_dir: Path, command: str, wall: float | None) -> str:
-    df = _stored()
+    stored = _stored()
+    # every method is averaged over the same splits: a seed counts once it is complete
+    seeds = complete_seeds(stored) or sorted(int(s) for s in stored["seed"].unique())
+    df = stored[stored["seed"].isin(seeds)]
+    pending = stored[~stored["seed"].isin(seeds)]
     agg = aggregate(df, data_dir)
     figure(agg, RESULTS / "figures" / "item_level.png")
     n_err = int(df["error"].notna().sum())
     total = float(df[["seconds_select", "seconds_fit", "seconds_predict"]].sum().sum())
-    seeds = sorted(int(s) for s in df["seed"].unique())
     seed_text = (f"seeds {seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1))
                  and len(seeds) > 1 else "seed " + ", ".join(map(str, seeds)))
     lines = ["# Item-level comparison: all methods, 8 matrices", "",
@@ -216,7 +229,10 @@ def report(data_dir: Path, command: str, wall: float | None) -> str:
              f"{total / 3600:.2f} h"
              + (f" (wall {wall:.0f} s for the last invocation, which ran only the cells not "
                 "already stored)" if wall is not None else "")
-             + ". Machine: the shared 2-core CPU box, so seconds are indicative only.", "",
+             + ". Machine: the shared 2-core CPU box, so seconds are indicative only."
+             + (f" {len(pending)} runs of the incomplete seed(s) "
+                f"{', '.join(map(str, sorted(pending['seed'].unique())))} are stored and not "
+                "reported until their seed is complete." if len(pending) else ""), "",
              "Metrics are on the target models only (all models not among the M sources). "
              "Each metric is averaged over seeds per dataset, then combined across datasets "
              "with weights ∝ 1/σ_d, σ_d = std of dataset d's true scores (mRMR paper, "

@@ -67,7 +67,7 @@ def _split_cells(source, n_items: int, maxsize: int) -> dict:
         for budget in (0.05, 0.10, 0.15):
             fit_method(get_method(method), source, round(budget * n_items), seed=0, cache=cache)
     wall = time.perf_counter() - wall
-    held = sum(len(pickle.dumps(v)) for v in cache._store.values()) / 1e6
+    held = sum(len(pickle.dumps(v)) for v in cache.values()) / 1e6
     return {"cache size": maxsize, "wall (s)": wall, "fits made": cache.misses,
             "fits reused": cache.hits, "MB held": held}
 

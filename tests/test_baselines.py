@@ -13,7 +13,7 @@ from sklearn.linear_model import Lasso, Ridge, RidgeCV
 from sklearn.model_selection import GridSearchCV, LeaveOneOut
 
 import coreval
-from coreval.base import Coreset
+from coreval.base import Coreset, FitCache
 from coreval.base.conformal import jackknife_plus_interval
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import UnknownMethodError, ValidationError
@@ -22,7 +22,7 @@ from coreval.prediction.mean import MeanPredictor
 from coreval.prediction.ridge import KernelRidgePredictor, RidgePredictor
 from coreval.regression import kernel_ridge_loo_batch, ridge_loo_batch
 from coreval.selection.anchor_points import AnchorPointsSelector
-from coreval.selection.lasso import LassoSelector
+from coreval.selection.lasso import LassoSelector, reference_choice
 from coreval.selection.random import RandomSelector
 from coreval.selection.random_search import RandomSearchSelector
 
@@ -113,26 +113,54 @@ def test_anchor_points_weighted_mean_recovers_mean_of_duplicated_items(rng):
     np.testing.assert_allclose(pred.mean, data.summary_scores())
 
 
-def test_lasso_cold_sweep_matches_sklearn_loop(rng):
-    data = binary_matrix(rng, 30, 50)
-    x, y = data.values, data.summary_scores()
-    alphas = np.logspace(-4, 1, 60)
-    k = 12
+def _reference_lasso(x, y, alphas, k):
+    """The reference rule, with plain sklearn fits (intercept included)."""
     best, gap = None, np.inf
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        for a in alphas:  # the reference rule, with plain sklearn fits
+        for a in alphas:
             m = Lasso(alpha=a, max_iter=10000).fit(x, y)
             nnz = int((m.coef_ != 0).sum())
             if nnz <= k and abs(nnz - k) < gap:
                 best, gap = m, abs(nnz - k)
             if nnz == k:
                 break
+    return best
+
+
+def test_lasso_cold_sweep_matches_sklearn_loop(rng):
+    data = binary_matrix(rng, 30, 50)
+    x, y = data.values, data.summary_scores()
+    alphas = np.logspace(-4, 1, 60)
+    k = 12
+    best = _reference_lasso(x, y, alphas, k)
     sel = LassoSelector(k=k, alphas=alphas, warm_start=False).fit(data)
     np.testing.assert_array_equal(sel.selected_, np.flatnonzero(best.coef_))
     pred = LassoPredictor(interval="none").fit(data, sel.coreset_)
     np.testing.assert_allclose(pred.predict(x[:, sel.selected_]).mean, best.predict(x),
                                atol=1e-6)
+
+
+def test_lasso_budgets_share_one_cold_sweep(rng):
+    """With a cache, every k reads one sweep and picks what the reference loop picks."""
+    data = binary_matrix(rng, 30, 50)
+    x, y = data.values, data.summary_scores()
+    alphas = np.logspace(-4, 1, 60)
+    cache = FitCache()
+    picked = set()
+    for k in (3, 12, 40):  # an early exact match, a later one, none (k > nnz everywhere)
+        shared = LassoSelector(k=k, alphas=alphas).fit(data, cache=cache).coreset_
+        alone = LassoSelector(k=k, alphas=alphas).fit(data).coreset_
+        np.testing.assert_array_equal(shared.indices, alone.indices)
+        np.testing.assert_array_equal(shared.linear_fit.coef, alone.linear_fit.coef)
+        best = _reference_lasso(x, y, alphas, k)
+        np.testing.assert_array_equal(shared.indices, np.flatnonzero(best.coef_))
+        assert shared.linear_fit.alpha == pytest.approx(best.alpha)
+        picked.add(shared.linear_fit.alpha)
+    assert len(picked) == 3 and cache.misses == 1 and cache.hits == 2
+    assert reference_choice(np.array([9, 5, 4, 4, 2]), 4) == 2
+    assert reference_choice(np.array([9, 3, 2, 3]), 4) == 1  # first of the closest
+    assert reference_choice(np.array([9, 8]), 4) is None
 
 
 def test_lasso_path_matches_lasso_where_unique(rng):

@@ -245,6 +245,24 @@ def test_a_random_coreset_pipeline_is_fitted_once_per_cache(leaderboard, monkeyp
     assert made == ["RelevanceSelector", "RelevanceSelector"]
 
 
+def test_a_shared_cache_tells_matrices_apart_by_their_item_groups():
+    """Item groups set the summary score, so a cached fit must not serve another grouping."""
+    import pandas as pd
+
+    m = simulate(n_models=40, n_items=30, seed=4).matrix
+    groups = np.where(np.arange(m.n_items) < 5, "small", "large")  # unequal: scores differ
+    grouped = ScoreMatrix(m.values, models=m.models, items=m.items,
+                          item_meta=pd.DataFrame({"group": groups}, index=m.items))
+    assert not np.allclose(m.summary_scores(), grouped.summary_scores())
+    cache = FitCache()
+    x = m.values[30:]
+    for source in (m.take(np.arange(30)), grouped.take(np.arange(30))):
+        shared = fit_method(get_method("random++"), source, 6, seed=0, cache=cache)
+        alone = fit_method(get_method("random++"), source, 6, seed=0)
+        np.testing.assert_array_equal(shared.predict_array(x[:, shared.coreset.indices]).mean,
+                                      alone.predict_array(x[:, alone.coreset.indices]).mean)
+
+
 def test_auto_selection_of_irt_bayes_compares_its_misfit_folds(leaderboard):
     """irt-bayes is checked on the out-of-fold residuals of its own misfit folds."""
     source, target = leaderboard

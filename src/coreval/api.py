@@ -1,9 +1,11 @@
 """The two user questions as functions: which items should I run, and what is the score ± how much.
 
->>> from coreval import select                                      # doctest: +SKIP
->>> fitted = select(matrix, method="random++", budget=100, seed=0)  # which 100 items?
->>> fitted.coreset.items                                            # run these on the new model
->>> fitted.predict({"arc/12": 1, "arc/7": 0, ...})                  # full score with a 90% interval
+Which 100 items, run them on the new model, and its full score with a 90 % interval:
+
+>>> from coreval import select
+>>> fitted = select(matrix, method="random++", budget=100, seed=0)  # doctest: +SKIP
+>>> fitted.coreset.items                                            # doctest: +SKIP
+>>> fitted.predict({"arc/12": 1, "arc/7": 0})                       # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+import joblib
 import numpy as np
 
 from coreval.data.matrix import ScoreMatrix
@@ -33,11 +34,22 @@ T = TypeVar("T")
 
 
 def source_fingerprint(source: ScoreMatrix) -> str:
-    """sha256 of a matrix's values and its row and column ids."""
+    """sha256 of everything a fit can read from a matrix.
+
+    The values (with their shape and dtype), the row and column ids, the kind and
+    level, and the model and item metadata: the item groups set the summary score
+    (:meth:`ScoreMatrix.summary_scores`), and the model metadata are covariates of the
+    benchmark-level models, so two matrices that differ only there must not share a fit.
+    """
     h = hashlib.sha256()
-    h.update(np.ascontiguousarray(source.values).tobytes())
+    values = np.ascontiguousarray(source.values)
+    h.update(f"{values.shape}|{values.dtype}|{source.kind}|{source.level}".encode())
+    h.update(values.tobytes())
     h.update("\x1f".join(source.models.astype(str)).encode())
     h.update("\x1f".join(source.items.astype(str)).encode())
+    for name, meta in (("model_meta", source.model_meta), ("item_meta", source.item_meta)):
+        if meta is not None:  # joblib hashes a frame's values, index, columns and dtypes
+            h.update(f"{name}|{joblib.hash(meta)}".encode())
     return h.hexdigest()
 
 
@@ -58,6 +70,8 @@ class FitCache:
     42
     >>> cache.get_or_fit(("irt", "abc", ("2pl",)), lambda: 0)   # reused
     42
+    >>> len(cache), cache.hits, cache.values()
+    (1, 1, [42])
     """
 
     def __init__(self, maxsize: int = 16, *,
@@ -98,6 +112,10 @@ class FitCache:
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._store
+
+    def values(self) -> list[Any]:
+        """The fits held now, least recently used first (e.g. to measure their memory)."""
+        return list(self._store.values())
 
     def _cost(self, key: Hashable) -> float:
         """Seconds of ``key``'s fit and of the fits it used, each not yet counted."""
