@@ -141,11 +141,11 @@ def test_cli_rejects_a_responses_file_that_is_not_csv(tmp_path, wide_csv):
 
 def test_cli_responses_keep_item_ids_that_read_like_missing_values(tmp_path):
     """Item ids such as NA or null are ids (as in the matrix reader); blank scores are NaN."""
-    from coreval.cli import _read_responses
+    from coreval.cli.inputs import read_responses
 
     path = tmp_path / "new.csv"
     path.write_text("item,score\nNA,1\nnull,0\nx,\ny,NA\n")
-    got = _read_responses(path)
+    got = read_responses(path)
     assert list(got.index) == ["NA", "null", "x", "y"]
     assert got["NA"] == 1.0 and got["null"] == 0.0 and np.isnan(got[["x", "y"]]).all()
 

@@ -1,13 +1,7 @@
-"""The ``coreval`` command line: demo, compare, select, predict, fit, report.
-
-Errors are printed as one line (``error: ...``) with exit code 2; no tracebacks
-for bad input.
-"""
+"""The ``coreval`` commands: demo, compare, select, predict, fit, adapt, report."""
 
 from __future__ import annotations
 
-import ast
-import functools
 import json
 import os
 import sys
@@ -18,6 +12,34 @@ from typing import Annotated
 import numpy as np
 import typer
 
+from coreval.cli.arguments import (
+    REFIT_FLAGS,
+    DataDirOpt,
+    LmFilterOpt,
+    LmMetricOpt,
+    LmTasksOpt,
+    OptionsOpt,
+    RefitBudgetOpt,
+    RefitMethodOpt,
+    RefitSeedOpt,
+    ResponsesArg,
+    budgets_value,
+    count_value,
+    csv_list,
+    lm_eval_options,
+    method_options,
+    n_jobs_value,
+    open_unit,
+    out_file,
+)
+from coreval.cli.console import SHOWN, note_line, one_line_errors, show_once
+from coreval.cli.inputs import (
+    load_data,
+    new_model_responses,
+    read_new_logs,
+    read_responses,
+    source_logs_options,
+)
 from coreval.errors import CorevalError
 
 app = typer.Typer(
@@ -28,32 +50,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-
-
-def _note(message, category, filename, lineno, line=None) -> str:
-    return f"note: {message}\n"
-
-
-_SHOWN: set[str] = set()
-
-
-def _show_once(show):
-    """``show`` (a ``warnings.showwarning``) called once per warning text in a run.
-
-    The ``"once"`` filter alone does not do it: Python clears its registry whenever the
-    filters change, and every ``warnings.catch_warnings()`` block (one per IRT fit) changes
-    them, so a note repeated by every fold's fit was printed again each time.
-    """
-    show = getattr(show, "__wrapped__", show)  # one wrapper, however many runs
-
-    def shown_once(message, category, filename, lineno, file=None, line=None) -> None:
-        text = str(message)
-        if text not in _SHOWN:
-            _SHOWN.add(text)
-            show(message, category, filename, lineno, file, line)
-
-    shown_once.__wrapped__ = show  # type: ignore[attr-defined]
-    return shown_once
 
 
 def _print_version(value: bool) -> None:
@@ -81,310 +77,18 @@ def _setup(
         os.environ["COREVAL_PROGRESS"] = "0"
     os.environ.setdefault("MPLBACKEND", "Agg")
     # Warnings are notes for the user: one line each, each text once per run.
-    warnings.formatwarning = _note
-    warnings.showwarning = _show_once(warnings.showwarning)
-    _SHOWN.clear()
+    warnings.formatwarning = note_line
+    warnings.showwarning = show_once(warnings.showwarning)
+    SHOWN.clear()
     warnings.filterwarnings("once", category=UserWarning)
     from coreval.jax_cache import enable_compilation_cache
 
     enable_compilation_cache()
 
 
-def _one_line_errors(func):
-    """The CLI's error boundary: bad input is one line on stderr and exit code 2.
-
-    coreval's validation errors, missing or unreadable files (``OSError``), undecodable
-    text (``UnicodeDecodeError``) and bad values (``ValueError``) end here; any other
-    exception is a bug and keeps its traceback. ``COREVAL_DEBUG=1`` shows the traceback
-    of every error.
-    """
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except (CorevalError, OSError, ValueError) as exc:
-            if os.environ.get("COREVAL_DEBUG"):
-                raise
-            text = str(exc).strip().splitlines()
-            message = text[0] if text else type(exc).__name__
-            if isinstance(exc, OSError) and exc.filename and str(exc.filename) not in message:
-                message = f"{message}: {exc.filename}"
-            typer.echo(f"error: {message}", err=True)
-            raise typer.Exit(2) from None
-
-    return wrapper
-
-
-def _n_jobs(value: int) -> int:
-    if value == 0 or value < -1:
-        raise typer.BadParameter(f"must be a positive number of workers or -1 (all cores), "
-                                 f"got {value}")
-    return value
-
-
-def _open_unit(value: float) -> float:
-    if not 0.0 < value < 1.0:
-        raise typer.BadParameter(f"must be strictly between 0 and 1, got {value}")
-    return value
-
-
-def _out_file(path: Path | None) -> Path | None:
-    """An output file path: refuse a folder (the file would be written inside nothing)."""
-    if path is not None and path.is_dir():
-        raise CorevalError(f"--out {path} is a folder; give a file name")
-    return path
-
-
-def _csv_list(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
-def _count(value: str, what: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise CorevalError(f"{what} takes whole numbers (or 'all'), got {value!r}") from None
-    if n < 1:
-        raise CorevalError(f"{what} must be positive, got {n}")
-    return n
-
-
-def _budgets(value: str) -> list[float]:
-    out = []
-    for v in _csv_list(value):
-        try:
-            out.append(float(v))
-        except ValueError:
-            raise CorevalError(f"budget {v!r} is not a number") from None
-    return out
-
-
-def _options(pairs: list[str] | None, reserved: tuple[str, ...] = ()) -> dict[str, object]:
-    """``["degree=3", "scheme=mid"]`` → ``{"degree": 3, "scheme": "mid"}`` (Python literals or text).
-
-    A key in ``reserved`` is set by the command's own flag (``--seed``, ``--calibration``,
-    ...) and is an error here, rather than a clash or a value quietly overridden.
-    """
-    out: dict[str, object] = {}
-    for pair in pairs or []:
-        key, sep, text = pair.partition("=")
-        if not sep or not key.strip():
-            raise CorevalError(f"--option takes KEY=VALUE, got {pair!r}")
-        if key.strip() in reserved:
-            raise CorevalError(f"--option {key.strip()}: give it as --{key.strip()}")
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            value = text
-        out[key.strip()] = value
-    return out
-
-
-#: Options that predict and compare take as flags of their own.
-REFIT_FLAGS = ("method", "budget", "seed", "calibration")
-
-OptionsOpt = Annotated[list[str] | None, typer.Option(
-    "--option", "-o", help="Method option KEY=VALUE, repeatable (e.g. -o degree=3); "
-    "an option the method does not accept is an error listing the accepted ones.")]
-
-
-def _read_responses(path: Path, lm_eval: dict | None = None):
-    """A new model's responses -> Series indexed by item id.
-
-    A CSV with columns item, score (a ``model`` column, as in a long table, may name one
-    model; ``.parquet`` is read as Parquet), or a folder of the new model's lm-eval logs (its
-    items are ``task/doc_id``, as in a matrix read from logs).
-    """
-    import pandas as pd
-
-    from coreval.data.tables import MISSING_SCORES
-
-    if path.is_dir():
-        return _logs_series(_read_one_model_logs(path, lm_eval))
-    try:
-        table = (pd.read_parquet(path) if path.suffix.lower() == ".parquet"
-                 else pd.read_csv(path, dtype={"item": str, "model": str},
-                                  keep_default_na=False,  # item ids such as "NA" are ids
-                                  na_values={"score": sorted(MISSING_SCORES)}))
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise CorevalError(f"cannot read {path} as CSV: {str(exc).splitlines()[0]}") from None
-    if not {"item", "score"} <= set(table.columns):
-        hint = ("; this is a coreset file written by coreval select: RESPONSES are the new "
-                "model's scores on those items" if {"item", "position"} <= set(table.columns)
-                else "")
-        raise CorevalError(f"{path} needs columns item, score; got {list(table.columns)}{hint}")
-    if "model" in table.columns:  # a long table (model, item, score) of one model
-        models = table["model"].dropna().unique()
-        if len(models) > 1:
-            raise CorevalError(f"{path} holds the scores of {len(models)} models "
-                               f"({', '.join(map(str, models[:3]))}); give one model's")
-        table["item"] = table["item"].astype(str)
-    if table["item"].isna().any() or table["item"].duplicated().any():
-        dup = table["item"][table["item"].duplicated()].dropna().unique()
-        raise CorevalError(f"{path}: every row needs its own item id"
-                           + (f" (repeated: {', '.join(map(str, dup[:5]))})" if len(dup) else ""))
-    scores = pd.to_numeric(table["score"], errors="coerce")
-    bad = scores.isna() & table["score"].notna()
-    if bad.any():
-        raise CorevalError(f"{path}: column score must be numeric; got "
-                           + ", ".join(f"{i}={v!r}" for i, v in
-                                       zip(table["item"][bad][:5], table["score"][bad][:5],
-                                           strict=True)))
-    return pd.Series(scores.to_numpy(float), index=table["item"].astype(str))
-
-
-def _read_one_model_logs(path: Path, lm_eval: dict | None):
-    """The lm-eval logs of one (new) model in folder ``path``, as a one-row matrix."""
-    from coreval.data.lm_eval import read_lm_eval
-
-    logs = read_lm_eval(path, **{**(lm_eval or {}), "strict": False})
-    if logs.n_models != 1:
-        raise CorevalError(f"{path} holds the logs of {logs.n_models} models "
-                           f"({', '.join(map(str, logs.models[:3]))}); give one model's "
-                           "folder")
-    return logs
-
-
-def _source_logs_options(matrix, lm: dict) -> dict[str, object]:
-    """How ``matrix``'s lm-eval logs were read: each task's metric, the filter, doc hashes.
-
-    Empty when the matrix does not come from lm-eval logs.
-    """
-    meta = matrix.item_meta
-    if meta is None or not {"group", "metric"} <= set(meta.columns):
-        return {}
-    out: dict[str, object] = {
-        "metric": dict(zip(meta["group"].astype(str), meta["metric"].astype(str), strict=True)),
-        "filter": lm.get("filter")}
-    if "doc_hash" in meta.columns:
-        hashes = meta["doc_hash"].dropna()
-        out["doc_hash"] = {str(k): str(v) for k, v in hashes.items()}
-    return out
-
-
-def _same_metric(source: dict[str, str], given: object) -> dict[str, str]:
-    """The source's metric per task, with ``--metric`` allowed only where it agrees.
-
-    A new model scored with another metric than its source models (``acc`` against
-    ``acc_norm``) gives a wrong score, so a disagreement is an error.
-    """
-    if given is None:
-        return dict(source)
-    asked = given if isinstance(given, dict) else dict.fromkeys(source, given)
-    differ = [f"{t}: {asked[t]} (source: {source[t]})" for t in asked
-              if t in source and asked[t] != source[t]]
-    if differ:
-        raise CorevalError(f"--metric differs from the metric the source logs were read with "
-                           f"({'; '.join(differ[:3])}); the new model must be scored alike")
-    return {**source, **asked}
-
-
-def _read_new_logs(path: Path, source_lm: dict, lm: dict):
-    """A new model's lm-eval logs, read with the source's metric per task and filter.
-
-    Only the tasks in ``path`` are read (its logs usually hold just the coreset's tasks, so
-    ``--tasks`` of the source does not apply), and a document whose ``doc_hash`` differs
-    from the source's is an error.
-    """
-    from coreval.data.lm_eval import find_sample_files
-
-    if not source_lm:  # the source is no lm-eval matrix: read as asked
-        return _logs_series(_read_one_model_logs(path, {k: v for k, v in lm.items()
-                                                        if k != "tasks"}))
-    found = {f.task for f in find_sample_files(path)}
-    metric = _same_metric(source_lm.get("metric") or {}, lm.get("metric"))
-    given_filter, source_filter = lm.get("filter"), source_lm.get("filter")
-    if given_filter and source_filter and given_filter != source_filter:
-        raise CorevalError(f"--filter {given_filter!r} differs from the source logs' "
-                           f"{source_filter!r}")
-    tasks = sorted(t for t in found if t in metric)  # other tasks are not in the source
-    if not tasks:
-        raise CorevalError(f"{path}: no logs of the source's tasks ({', '.join(sorted(metric)[:5])})")
-    options: dict[str, object] = {"metric": {t: metric[t] for t in tasks}, "tasks": tasks}
-    if given_filter or source_filter:
-        options["filter"] = given_filter or source_filter
-    logs = _read_one_model_logs(path, options)
-    _check_doc_hashes(source_lm.get("doc_hash") or {}, logs, path)
-    return _logs_series(logs)
-
-
-def _new_model_responses(path: Path, source, lm: dict):
-    """A new model's responses to ``source``'s items: a CSV, or its lm-eval logs read as the
-    source's were (:func:`_read_new_logs`)."""
-    if path.is_dir():
-        return _read_new_logs(path, _source_logs_options(source, lm), lm)
-    return _read_responses(path, lm)
-
-
-def _logs_series(logs):
-    """The scores of a one-model matrix read from lm-eval logs, by item id (no NaN)."""
-    import pandas as pd
-
-    row = logs.values[0]
-    keep = ~np.isnan(row)
-    return pd.Series(row[keep], index=logs.items[keep].astype(str))
-
-
-def _lm_eval_options(metric: list[str] | None, filter_: str | None,
-                     tasks: str | None) -> dict[str, object]:
-    """``--metric [TASK=]KEY``, ``--filter``, ``--tasks`` → :func:`read_lm_eval` options."""
-    options: dict[str, object] = {}
-    per_task: dict[str, str] = {}
-    for entry in metric or []:
-        task, sep, key = entry.partition("=")
-        if not sep:
-            options["metric"] = entry.strip()
-        elif not task.strip() or not key.strip():
-            raise CorevalError(f"--metric takes KEY or TASK=KEY, got {entry!r}")
-        else:
-            per_task[task.strip()] = key.strip()
-    if per_task:
-        if "metric" in options:
-            raise CorevalError("--metric: give either one KEY for every task or TASK=KEY "
-                               "entries (others get the automatic choice), not both")
-        options["metric"] = per_task
-    if filter_:
-        options["filter"] = filter_
-    if tasks:
-        options["tasks"] = _csv_list(tasks)
-    return options
-
-
-LmMetricOpt = Annotated[list[str] | None, typer.Option(
-    "--metric", help="lm-eval logs: per-sample metric, KEY for every task or TASK=KEY "
-    "(repeatable); default: acc_norm where a task logs it, else acc, else exact_match, ...")]
-LmFilterOpt = Annotated[str | None, typer.Option(
-    "--filter", help="lm-eval logs: the filter of tasks logged under several (e.g. "
-    "strict-match).")]
-LmTasksOpt = Annotated[str | None, typer.Option(
-    "--tasks", help="lm-eval logs: comma-separated tasks to read (default: all).")]
-
-
-def _load(data: str, data_dir: Path | None, lm_eval: dict | None = None):
-    from coreval.data.io import load_matrix
-
-    return load_matrix(data, data_dir=data_dir, lm_eval=lm_eval)
-
-
-# Options shared by the commands that refit a method to score a new model (predict, report).
-ResponsesArg = Annotated[Path, typer.Argument(
-    help="The new model's responses: CSV with columns item, score, or a folder of its "
-    "lm-eval logs (items outside the coreset are ignored).")]
-RefitMethodOpt = Annotated[str, typer.Option(help="Method name (same as used for select).")]
-RefitBudgetOpt = Annotated[float, typer.Option(help="Same budget as used for select.")]
-RefitSeedOpt = Annotated[int, typer.Option(min=0, max=2**32 - 1,
-                                           help="Same seed as used for select.")]
-
-DataDirOpt = Annotated[
-    Path | None,
-    typer.Option("--data-dir", help="Folder where bare dataset names are looked up "
-                 "(default: $COREVAL_DATA_DIR)."),
-]
-
 
 @app.command()
-@_one_line_errors
+@one_line_errors
 def demo(
     out: Annotated[Path, typer.Option(help="Output folder.")] = Path("coreval-demo"),
     methods: Annotated[str, typer.Option(help="Comma-separated methods.")] =
@@ -394,7 +98,7 @@ def demo(
     n_models: Annotated[int, typer.Option(min=4, help="Simulated models.")] = 150,
     n_items: Annotated[int, typer.Option(min=2, help="Simulated items.")] = 400,
     train_models: Annotated[int, typer.Option(min=3, help="Source models per split.")] = 40,
-    n_jobs: Annotated[int, typer.Option(callback=_n_jobs, help="Parallel jobs (-1: all "
+    n_jobs: Annotated[int, typer.Option(callback=n_jobs_value, help="Parallel jobs (-1: all "
                                         "cores).")] = 1,
 ) -> None:
     """Simulated leaderboard → several methods at a 10% budget → table and plot.
@@ -404,12 +108,12 @@ def demo(
     """
     from coreval.demo import run_demo
 
-    run_demo(out=out, methods=_csv_list(methods), budget=budget, seeds=list(range(seeds)),
+    run_demo(out=out, methods=csv_list(methods), budget=budget, seeds=list(range(seeds)),
              n_models=n_models, n_items=n_items, n_source=train_models, n_jobs=n_jobs)
 
 
 @app.command()
-@_one_line_errors
+@one_line_errors
 def compare(
     data: Annotated[list[str], typer.Argument(help="Datasets: paths or bare names.")],
     methods: Annotated[str, typer.Option(help="Comma-separated method names.")] = "random,random+",
@@ -426,11 +130,11 @@ def compare(
         help="binned (default for item level), random, kfold (default for benchmark level), lofo."
     )] = None,
     folds: Annotated[int, typer.Option(min=2, help="Folds for --split kfold.")] = 10,
-    holdout: Annotated[float, typer.Option(callback=_open_unit,
+    holdout: Annotated[float, typer.Option(callback=open_unit,
                                            help="Holdout fraction for --split kfold.")] = 0.1,
     out: Annotated[Path, typer.Option(help="Parquet file with one row per run.")] =
         Path("results.parquet"),
-    n_jobs: Annotated[int, typer.Option(callback=_n_jobs, help="Parallel joblib workers (-1: "
+    n_jobs: Annotated[int, typer.Option(callback=n_jobs_value, help="Parallel joblib workers (-1: "
                                         "all cores).")] = 1,
     calibration: Annotated[str, typer.Option(
         help="Intervals: 'native' (the predictor's own), 'cv' (split conformal on "
@@ -455,10 +159,10 @@ def compare(
     """
     from coreval.harness import format_summary, run_grid
 
-    _out_file(out)
+    out_file(out)
     matrices, origin = {}, {}
     for d in data:
-        m = _load(d, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
+        m = load_data(d, data_dir, lm_eval_options(lm_metric, lm_filter, lm_tasks))
         key = m.name or Path(d).stem
         if key in matrices:
             raise CorevalError(f"datasets {origin[key]!r} and {d!r} are both named {key!r}; "
@@ -469,16 +173,16 @@ def compare(
         split = "kfold" if levels == {"benchmark"} else "binned"
     if train_models is None:  # kfold's source is every model outside the fold
         train_models = "all" if split == "kfold" else "30"
-    n_source = [None if v == "all" else _count(v, "--train-models")
-                for v in _csv_list(train_models)]
+    n_source = [None if v == "all" else count_value(v, "--train-models")
+                for v in csv_list(train_models)]
     # k-fold runs every fold (the split's seed is the fold index); other splits use seeds 0..n-1.
     seed_list = None if split == "kfold" else list(range(seeds))
-    df = run_grid(matrices, _csv_list(methods), _budgets(budget), n_source=n_source,
+    df = run_grid(matrices, csv_list(methods), budgets_value(budget), n_source=n_source,
                   seeds=seed_list, split=split, folds=folds, holdout=holdout, out=out,
                   n_jobs=n_jobs, scheduler=scheduler, retry_failed=retry_failed,
-                  method_options={m: {**_options(option, reserved=REFIT_FLAGS),
+                  method_options={m: {**method_options(option, reserved=REFIT_FLAGS),
                                       "calibration": calibration}
-                                  for m in dict.fromkeys(_csv_list(methods))})
+                                  for m in dict.fromkeys(csv_list(methods))})
     typer.echo(format_summary(df))
     typer.echo(f"wrote {out}")
     failed = df[df["error"].notna()]
@@ -492,7 +196,7 @@ def compare(
 
 
 @app.command("select")
-@_one_line_errors
+@one_line_errors
 def select_cmd(
     data: Annotated[str, typer.Argument(help="Score matrix: path or bare name.")],
     method: Annotated[str, typer.Option(help="Method name.")] = "random++",
@@ -525,21 +229,21 @@ def select_cmd(
 
     from coreval.api import select
 
-    _out_file(out)
+    out_file(out)
     if format_ not in ("csv", "lm-eval"):
         raise CorevalError(f"--format must be csv or lm-eval, got {format_!r}")
     if save is not None:
         from coreval.saved_selection import check_selection_folder
 
         check_selection_folder(save)  # before the fit, not after it
-    lm = _lm_eval_options(lm_metric, lm_filter, lm_tasks)
-    matrix = _load(data, data_dir, lm)
+    lm = lm_eval_options(lm_metric, lm_filter, lm_tasks)
+    matrix = load_data(data, data_dir, lm)
     if format_ == "lm-eval":
         from coreval.data.lm_eval import lm_eval_samples
 
         lm_eval_samples(matrix.items)  # ids that lm-eval cannot take: before the fit
     fitted = select(matrix, method, budget, seed=seed,
-                    **_options(option, reserved=("method", "budget", "seed")))
+                    **method_options(option, reserved=("method", "budget", "seed")))
     cs = fitted.coreset
     if save is not None:
         from coreval.saved_selection import save_selection
@@ -569,7 +273,7 @@ def _provenance(data: str, matrix, lm: dict, coreset_items) -> dict[str, object]
     """
     out: dict[str, object] = {"data": str(data), "name": matrix.name,
                               "n_models": int(matrix.n_models), "n_items": int(matrix.n_items)}
-    logs = _source_logs_options(matrix, lm)
+    logs = source_logs_options(matrix, lm)
     if logs:
         wanted = set(map(str, coreset_items))
         logs["doc_hash"] = {k: v for k, v in (logs.get("doc_hash") or {}).items()
@@ -579,7 +283,7 @@ def _provenance(data: str, matrix, lm: dict, coreset_items) -> dict[str, object]
 
 
 @app.command("predict")
-@_one_line_errors
+@one_line_errors
 def predict_cmd(
     data: Annotated[str, typer.Argument(
         help="Score matrix of known models: path or bare name (with --from: leave it out and "
@@ -620,7 +324,7 @@ def predict_cmd(
     refit_options = {"--method": method, "--budget": budget, "--seed": seed,
                      "--calibration": calibration, "--option": option or None,
                      "--data-dir": data_dir}
-    lm = _lm_eval_options(lm_metric, lm_filter, lm_tasks)
+    lm = lm_eval_options(lm_metric, lm_filter, lm_tasks)
     if from_ is not None:
         if responses is not None:
             raise CorevalError(f"with --from give only RESPONSES (the new model's scores); "
@@ -637,9 +341,9 @@ def predict_cmd(
         from coreval.api import select
 
         method = "random++" if method is None else method
-        options = _options(option, reserved=REFIT_FLAGS)
-        source = _load(data, data_dir, lm)
-        series = _new_model_responses(responses, source, lm)
+        options = method_options(option, reserved=REFIT_FLAGS)
+        source = load_data(data, data_dir, lm)
+        series = new_model_responses(responses, source, lm)
         fitted = select(source, method, 0.1 if budget is None else budget,
                         seed=0 if seed is None else seed,
                         calibration="auto" if calibration is None else calibration,
@@ -681,20 +385,6 @@ def _prediction_summary(fitted, pred) -> dict[str, object]:
                                    pred.upper[0], strict=True)]}
 
 
-def _check_doc_hashes(saved: dict[str, str], logs, path: Path) -> None:
-    """A coreset document whose lm-eval ``doc_hash`` differs from the source logs' is an error
-    (the same ``doc_id`` names another document, e.g. in another version of the task)."""
-    meta = logs.item_meta
-    if not saved or meta is None or "doc_hash" not in meta.columns:
-        return
-    new = meta["doc_hash"].dropna()
-    differ = [item for item, h in new.items() if item in saved and saved[item] != h]
-    if differ:
-        task, _, doc = differ[0].rpartition("/")
-        raise CorevalError(f"{path}: task {task!r} doc {doc}: doc_hash differs from the source "
-                           f"logs of the saved selection ({len(differ)} of {len(new)} documents "
-                           "differ; another version of the task?)")
-
 
 def _predict_saved(folder: Path, responses: Path, lm: dict):
     """Predict with a saved selection; lm-eval logs are read as the source logs were."""
@@ -703,9 +393,9 @@ def _predict_saved(folder: Path, responses: Path, lm: dict):
     saved_lm = read_manifest(folder).get("provenance", {}).get("lm_eval") or {}
     fitted = load_selection(folder)
     if responses.is_dir():  # read with the metric of each task and the filter of the source
-        series = _read_new_logs(responses, saved_lm, lm)
+        series = read_new_logs(responses, saved_lm, lm)
     else:
-        series = _read_responses(responses, lm)
+        series = read_responses(responses, lm)
     result = {"method": fitted.method.name, "from": str(folder), "seed": fitted.seed,
               "budget": fitted.budget,
               **_prediction_summary(fitted, fitted.predict(series))}
@@ -713,7 +403,7 @@ def _predict_saved(folder: Path, responses: Path, lm: dict):
 
 
 @app.command("fit")
-@_one_line_errors
+@one_line_errors
 def fit_cmd(
     data: Annotated[str, typer.Argument(help="Wide CSV of 0/1 responses (rows = respondents), a "
                                         "pattern × frequency table with a 'freq' column, or any "
@@ -741,7 +431,7 @@ def fit_cmd(
 
     check_model_folder(out, force=force)  # before the fit, not after it
     matrix = load_matrix(data, data_dir=data_dir,
-                         lm_eval=_lm_eval_options(lm_metric, lm_filter, lm_tasks))
+                         lm_eval=lm_eval_options(lm_metric, lm_filter, lm_tasks))
     result = fit(model, matrix, method=method, dims=dims, priors=priors, seed=seed)
     path = result.save(out, force=force)
     typer.echo(result.items.head(20).to_string(index=False))
@@ -749,7 +439,7 @@ def fit_cmd(
 
 
 @app.command("adapt")
-@_one_line_errors
+@one_line_errors
 def adapt_cmd(
     data: Annotated[str, typer.Argument(help="Score matrix of known models (binary): path or "
                                         "bare name; the IRT model is fitted on it.")],
@@ -770,7 +460,7 @@ def adapt_cmd(
     batch: Annotated[int, typer.Option(min=1, help="Items per batch.")] = 1,
     randomesque: Annotated[int, typer.Option(min=1, help="Pick among this many best "
                                              "items (exposure control).")] = 1,
-    level: Annotated[float, typer.Option(callback=_open_unit, help="Interval level.")] = 0.9,
+    level: Annotated[float, typer.Option(callback=open_unit, help="Interval level.")] = 0.9,
     model: Annotated[str, typer.Option(help="Logistic IRT model: 2pl, 3pl, 1pl.")] = "2pl",
     fit_method: Annotated[str, typer.Option(help="IRT fit: svi, map or nuts.")] = "svi",
     num_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of the fit.")] = 2000,
@@ -805,11 +495,11 @@ def adapt_cmd(
         tau_value: str | float = "cv" if tau == "cv" else float(tau)
     except ValueError:
         raise CorevalError(f"--tau must be 'cv' or a number >= 0, got {tau!r}") from None
-    source = _load(data, data_dir, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
+    source = load_data(data, data_dir, lm_eval_options(lm_metric, lm_filter, lm_tasks))
     exposure = None
     if responses is not None:
-        recorded = _new_model_responses(
-            responses, source, _lm_eval_options(lm_metric, lm_filter, lm_tasks))
+        recorded = new_model_responses(
+            responses, source, lm_eval_options(lm_metric, lm_filter, lm_tasks))
         recorded = recorded.dropna()  # a blank score is no recorded answer
         known = set(np.asarray(source.items).astype(str))
         unknown = [i for i in recorded.index if i not in known]
@@ -880,7 +570,7 @@ def _run_answer_cmd(test, command: str, batch: int, subprocess):
 
 
 @app.command("report")
-@_one_line_errors
+@one_line_errors
 def report_cmd(
     data: Annotated[str, typer.Argument(help="Score matrix of known models: path or bare name.")],
     responses: ResponsesArg,
@@ -888,7 +578,7 @@ def report_cmd(
     budget: RefitBudgetOpt = 0.1,
     seed: RefitSeedOpt = 0,
     name: Annotated[str, typer.Option(help="Name of the new model on the card.")] = "new model",
-    level: Annotated[float, typer.Option(callback=_open_unit, help="Interval level.")] = 0.9,
+    level: Annotated[float, typer.Option(callback=open_unit, help="Interval level.")] = 0.9,
     out: Annotated[Path, typer.Option(help="Card file: .md (Markdown) or .html (HTML).")] =
         Path("score_card.md"),
     data_dir: DataDirOpt = None,
@@ -904,9 +594,9 @@ def report_cmd(
     """
     from coreval.report.score_card import score_card
 
-    lm = _lm_eval_options(lm_metric, lm_filter, lm_tasks)
-    source = _load(data, data_dir, lm)
-    card = score_card(source, _new_model_responses(responses, source, lm), method=method,
+    lm = lm_eval_options(lm_metric, lm_filter, lm_tasks)
+    source = load_data(data, data_dir, lm)
+    card = score_card(source, new_model_responses(responses, source, lm), method=method,
                       budget=budget, seed=seed, model_name=name, level=level, out=out)
     typer.echo(json.dumps(card.summary(), indent=2))
     typer.echo(f"score card written to {out}")
@@ -914,7 +604,3 @@ def report_cmd(
 
 def main() -> None:  # pragma: no cover - ``python -m coreval.cli``
     sys.exit(app())
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

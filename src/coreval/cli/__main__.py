@@ -1,0 +1,5 @@
+"""``python -m coreval.cli``: the ``coreval`` command."""
+
+from coreval.cli.commands import main
+
+main()
