@@ -16,12 +16,13 @@ writes ``benchmarks/results/item_level.md``:
   (the layout of the paper's Figure 2).
 
 Cells are stored in ``benchmarks/results/raw/item_level.parquet.parts/`` and a
-re-run computes only the missing ones (``--methods`` runs a subset; the report
-always covers every stored method).
+re-run computes only the missing ones (``--methods`` runs a subset, ``--seeds`` some
+seeds; the report covers every stored method, over the seeds whose every dataset × M ×
+method × budget is stored, so that all methods are averaged over the same splits).
 
 Usage::
 
-    python benchmarks/item_level.py [--methods m1,m2] [--n-jobs 1] [--report-only]
+    python benchmarks/item_level.py [--methods m1,m2] [--seeds 0,1] [--n-jobs 1] [--report-only]
 """
 
 from __future__ import annotations
