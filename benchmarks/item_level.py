@@ -298,8 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--n-jobs", type=int, default=1)
     ap.add_argument("--seeds", default=",".join(map(str, SEEDS)),
-                    help="split seeds to run (comma-separated; the report covers every stored "
-                         "seed)")
+                    help="split seeds to run (comma-separated; the report covers every seed "
+                         "whose cells are all stored)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     wall = None
