@@ -1,0 +1,180 @@
+"""irt-bayes variants beside gp-irt on the item-level grid's splits.
+
+gp-irt and irt-bayes differ in their coreset (IRT anchor points for gp-irt, random items
+for irt-bayes), their IRT model (the 3PL for gp-irt, the 2PL for irt-bayes) and their
+predictor (gp-IRT's λ-mix vs the posterior predictive). This script separates them: it
+runs ``irt-bayes`` with other options (``--options coreset=anchors``: the IRT anchor
+selector on irt-bayes' own fit, checked against random items by ``selection="auto"``;
+``--options coreset=anchors,model=3pl``: also gp-irt's IRT model) through
+:func:`coreval.harness.run_grid`, binned split, budget 10 %, and compares each with the
+``gp-irt``, ``irt-bayes`` and ``random++`` cells that ``item_level.py`` stored for the
+same datasets, source sizes and seeds (the same splits: a binned split depends only on
+the matrix, M and the seed).
+
+Metrics on the target models: RMSE, coverage90 and width90 σ⁻¹-aggregated over the 8
+LLM matrices (mRMR paper, Eqs. 25-27), Kendall τ too, as in ``item_level.md``;
+a variant's ``fallback`` line counts the splits where the selection check replaced its
+fitted coreset with random items.
+
+Usage::
+
+    python benchmarks/irt_bayes_coreset.py [--options coreset=anchors] [--n-source 30]
+                                           [--seeds 0,1,2] [--n-jobs 1] [--report-only]
+
+Each variant's cells are stored in
+``benchmarks/results/raw/irt_bayes_coreset/KEY=VALUE[,KEY=VALUE].parquet.parts/`` and a re-run computes
+only the missing ones; the report covers every stored variant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from _results import LLM, RESULTS, SHARED, provenance, write_markdown
+from coreval.data import load_matrix
+from coreval.harness import run_grid
+from coreval.harness.summary import dataset_sigmas, sigma_weighted_summary
+from coreval.jax_cache import enable_compilation_cache
+from item_level import RAW as GRID_RAW
+from item_level import _md, _stored_at
+
+RAW = RESULTS / "raw" / "irt_bayes_coreset"
+BUDGET = 0.10
+COMPARED = ("gp-irt", "irt-bayes", "random++")
+METRICS = ("rmse", "kendall", "coverage90", "width90")
+
+
+def parse_options(text: str) -> dict[str, str]:
+    """``"coreset=anchors,model=3pl"`` -> ``{"coreset": "anchors", "model": "3pl"}``."""
+    pairs = [item.split("=", 1) for item in text.split(",") if item]
+    if any(len(pair) != 2 for pair in pairs):
+        raise SystemExit(f"--options takes KEY=VALUE pairs separated by commas, got {text!r}")
+    return dict(sorted(pairs))
+
+
+def label(options: dict[str, str]) -> str:
+    """The variant's row label, e.g. ``irt-bayes coreset=anchors model=3pl``."""
+    return "irt-bayes " + " ".join(f"{k}={v}" for k, v in options.items())
+
+
+def store(options: dict[str, str]) -> Path:
+    """The variant's grid output (its cells in ``<store>.parts``)."""
+    return RAW / (",".join(f"{k}={v}" for k, v in options.items()) + ".parquet")
+
+
+def report(cells: pd.DataFrame, variants: list[str], sigmas: dict[str, float],
+           command: str) -> str:
+    """The markdown of ``irt_bayes_coreset.md`` from the variants' and the grid's cells."""
+    lines = ["# irt-bayes variants beside gp-irt", "", *provenance(command), "",
+             f"Binned split, budget {100 * BUDGET:g} %, the 8 LLM matrices, metrics on the "
+             "target models. The `irt-bayes KEY=VALUE` rows are irt-bayes with those options "
+             "(`coreset=anchors`: the IRT anchor selector on irt-bayes' own IRT fit, checked "
+             "against random items by `selection=\"auto\"`; `model=3pl`: gp-irt's IRT "
+             "model); the other rows are the item-level grid's cells (`item_level.md`) on "
+             "the same splits. Every metric is averaged over seeds per dataset and "
+             "σ⁻¹-aggregated over datasets as in `item_level.md` (RMSE and width in pp); "
+             "seconds: median select + fit + predict per run (the grid's cells share fits "
+             "across budgets and methods, the variants' do not, so their seconds are not "
+             "comparable).", ""]
+    for m_src, part in cells.groupby("n_source"):
+        seeds = ", ".join(str(int(s)) for s in sorted(part["seed"].unique()))
+        agg = sigma_weighted_summary(part, sigmas, metrics=METRICS).set_index("method")
+        table = pd.DataFrame({
+            "method": agg.index, "rmse": 100 * agg["rmse"].to_numpy(),
+            "kendall": agg["kendall"].to_numpy(), "coverage90": agg["coverage90"].to_numpy(),
+            "width90": 100 * agg["width90"].to_numpy(),
+            "seconds": part.groupby("method")["seconds"].median().reindex(agg.index).to_numpy(),
+            "splits": part.groupby("method").size().reindex(agg.index).to_numpy(),
+        }).sort_values("rmse")
+        lines += [f"## M = {int(m_src)} (seeds {seeds})", "",
+                  *_md(table, {"rmse": ".2f", "kendall": ".3f", "coverage90": ".2f",
+                               "width90": ".1f", "seconds": ".1f", "splits": ".0f"}), ""]
+        lines += ["Per split, each variant's RMSE minus gp-irt's on the same split (pp; "
+                  "mean ± standard error over splits, and the splits where the variant is "
+                  "lower); `fallback`: splits where random items replaced a fitted coreset.",
+                  "", *_md(_paired_with(part, variants, "gp-irt"),
+                           {"mean": "+.2f", "se": ".2f", "lower": ".0f", "splits": ".0f",
+                            "fallback": ".0f"}), ""]
+        per = part.pivot_table(index="dataset", columns="method", values="rmse") * 100
+        lines += ["RMSE per dataset (pp, mean over seeds):", "",
+                  *_md(per.reset_index(), {c: ".2f" for c in per.columns}), ""]
+    return "\n".join(lines)
+
+
+def _paired_with(part: pd.DataFrame, variants: list[str], reference: str) -> pd.DataFrame:
+    """Per-split RMSE differences of each variant to ``reference`` (pp)."""
+    keys = ["dataset", "seed"]
+    ref = part[part["method"] == reference].set_index(keys)["rmse"]
+    rows = []
+    for name in variants:
+        sub = part[part["method"] == name].set_index(keys)
+        diff = 100 * (sub["rmse"] - ref.reindex(sub.index))
+        rows.append({"method": name, "mean": diff.mean(),
+                     "se": diff.std(ddof=1) / np.sqrt(len(diff)),
+                     "lower": int((diff < 0).sum()), "splits": len(diff),
+                     "fallback": int(sub["selection"].eq("random").sum())
+                     if "coreset=" in name else 0})
+    return pd.DataFrame(rows)
+
+
+def paired_cells(variants: pd.DataFrame) -> pd.DataFrame:
+    """The variants' cells and the grid's cells of :data:`COMPARED`, on the splits where
+    every one of them has its cell."""
+    keys = ["dataset", "n_source", "seed", "budget"]
+    grid = _stored_at(GRID_RAW)
+    grid = grid[grid["method"].isin(COMPARED) & grid["error"].isna()]
+    variants = variants[variants["error"].isna()]
+    both = pd.concat([variants, grid.merge(variants[keys].drop_duplicates(), on=keys)],
+                     ignore_index=True)
+    wanted = len(COMPARED) + variants["method"].nunique()
+    both = both[both.groupby(keys)["method"].transform("nunique") == wanted].copy()
+    both["seconds"] = both[["seconds_select", "seconds_fit", "seconds_predict"]].sum(axis=1)
+    return both
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--options", action="append", default=[],
+                    help="irt-bayes options of one variant, KEY=VALUE[,KEY=VALUE]")
+    ap.add_argument("--n-source", default="30")
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--n-jobs", type=int, default=1)
+    ap.add_argument("--data-dir", type=Path,
+                    default=Path(os.environ.get("COREVAL_DATA", SHARED / "data")))
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args()
+    matrices = {name: load_matrix(name, data_dir=args.data_dir) for name in LLM}
+    n_source = [int(v) for v in args.n_source.split(",")]
+    seeds = [int(v) for v in args.seeds.split(",")]
+    if not args.report_only:
+        enable_compilation_cache()
+        for options in map(parse_options, args.options):
+            t0 = time.perf_counter()
+            run_grid(matrices, ["irt-bayes"], [BUDGET], n_source=n_source, seeds=seeds,
+                     split="binned", out=store(options), n_jobs=args.n_jobs,
+                     method_options={"irt-bayes": options})
+            print(f"{label(options)}: {time.perf_counter() - t0:.0f} s")
+    stored = []
+    for parts in sorted(RAW.glob("*.parquet.parts")):
+        options = parse_options(parts.name.removesuffix(".parquet.parts"))
+        stored.append(_stored_at(parts.with_suffix("")).assign(method=label(options)))
+    if not stored:
+        raise SystemExit(f"no variant is stored under {RAW}; run with --options first")
+    cells = pd.concat(stored, ignore_index=True)
+    cells = cells[cells["n_source"].isin(n_source) & cells["seed"].isin(seeds)]
+    command = ("python benchmarks/irt_bayes_coreset.py "
+               + " ".join(f"--options {o}" for o in args.options)
+               + f" --n-source {args.n_source} --seeds {args.seeds} --n-jobs {args.n_jobs}")
+    text = report(paired_cells(cells), sorted(cells["method"].unique()),
+                  dataset_sigmas(matrices), command)
+    print(write_markdown(RESULTS / "irt_bayes_coreset.md", text))
+
+
+if __name__ == "__main__":
+    main()
