@@ -118,8 +118,7 @@ def _paired_with(part: pd.DataFrame, variants: list[str], reference: str) -> pd.
         rows.append({"method": name, "mean": diff.mean(),
                      "se": diff.std(ddof=1) / np.sqrt(len(diff)),
                      "lower": int((diff < 0).sum()), "splits": len(diff),
-                     "fallback": int(sub["selection"].eq("random").sum())
-                     if "coreset=" in name else 0})
+                     "fallback": int(sub["selection"].eq("random").sum())})
     return pd.DataFrame(rows)
 
 
