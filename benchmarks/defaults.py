@@ -30,9 +30,9 @@ import pandas as pd
 from _results import provenance, write_markdown
 from coreval.data import load_matrix
 from coreval.harness import run_grid
-from coreval.harness.summary import dataset_sigmas, sigma_weighted_summary
+from coreval.harness.summary import dataset_sigmas
 from coreval.jax_cache import enable_compilation_cache
-from item_level import _md, _stored_at
+from item_level import METHOD_TABLE_FORMAT, _md, _stored_at, method_table
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -43,7 +43,6 @@ GLUE = ("mrpc", "sst2")
 METHODS = ("random", "random++", "anchor-points++", "mrmr++", "gp-irt", "irt-bayes",
            "stack-random", "stack-mrmr", "stack-irt-anchors")
 BUDGET = 0.10
-METRICS = ("rmse", "kendall", "coverage90", "width90")
 
 
 def report(df: pd.DataFrame, data_dir: Path, command: str) -> str:
@@ -60,44 +59,27 @@ def report(df: pd.DataFrame, data_dir: Path, command: str) -> str:
              "seed to seed and close rows are not ranked by these numbers. Seconds: select + "
              "fit + predict of a run on its own (a fit the run reuses counts once, with the "
              "seconds it took: FitCache.clock), one thread, with another grid process running "
-             "beside it on the 2-core machine. A stored cell keeps the seconds of the code "
-             "that computed it: kernel ridge's λ and irt-bayes' ability quadrature became "
-             "faster afterwards with the same numbers (CHANGELOG), and item_level.md has the "
-             "same cells (seed 0) with the current seconds.", ""]
+             "beside it on the 2-core machine. The same defaults on the 8 LLM matrices over "
+             "seeds 0-4 are in item_level.md.", ""]
     for m_src, g in ok.groupby("n_source"):
         llm = g[g["dataset"].isin(LLM)]
         present = sorted(set(llm["dataset"]))
         if present:
             mats = {n: load_matrix(n, data_dir=data_dir) for n in present}
-            agg = sigma_weighted_summary(llm, dataset_sigmas(mats), metrics=METRICS)
-            sec = llm.groupby("method")["seconds"].median()
-            runs = llm.groupby("method").size()
-            agg = agg.set_index("method")
-            table = pd.DataFrame({
-                "method": agg.index, "rmse": 100 * agg["rmse"].to_numpy(),
-                "kendall": agg["kendall"].to_numpy(),
-                "coverage90": agg["coverage90"].to_numpy(),
-                "width90": 100 * agg["width90"].to_numpy(),
-                "seconds": sec.reindex(agg.index).to_numpy(),
-                "runs": runs.reindex(agg.index).to_numpy()}).sort_values("rmse")
+            table = method_table(llm, dataset_sigmas(mats))
             lines += [f"## M = {int(m_src)}: the 8 LLM matrices (σ⁻¹-aggregated; "
-                      f"{', '.join(present)})", "",
-                      *_md(table, {"rmse": ".2f", "kendall": ".3f", "coverage90": ".2f",
-                                   "width90": ".1f", "seconds": ".1f", "runs": ".0f"}), ""]
+                      f"{', '.join(present)})", "", *_md(table, METHOD_TABLE_FORMAT), ""]
             per = llm.groupby(["dataset", "method"])["rmse"].mean().unstack("method") * 100
             lines += ["RMSE per dataset (pp, mean over seeds):", "",
                       *_md(per.reset_index(), {c: ".2f" for c in per.columns}), ""]
         glue = g[g["dataset"].isin(GLUE)]
         if not glue.empty:
-            mean = glue.groupby(["dataset", "method"]).agg(
-                rmse=("rmse", "mean"), coverage90=("coverage90", "mean")).reset_index()
-            base = mean[mean["method"] == "random++"].set_index("dataset")["rmse"]
-            mean["ratio_to_random++"] = mean["rmse"] / mean["dataset"].map(base)
-            mean["rmse"] *= 100
             lines += [f"## M = {int(m_src)}: robustness on mrpc and sst2 (goal: ratio ≤ 1.3)",
-                      "", *_md(mean.sort_values(["dataset", "rmse"]),
-                               {"rmse": ".2f", "coverage90": ".2f",
-                                "ratio_to_random++": ".2f"}), ""]
+                      "", "RMSE and coverage90: means over seeds; ratio: the method's mean "
+                      "RMSE over random++'s mean RMSE; per seed: the same ratio on each "
+                      "seed's split (lowest – highest), and the seeds where it is above 1.3.",
+                      "", *_md(robustness(glue), {"rmse": ".2f", "coverage90": ".2f",
+                                                  "ratio": ".2f"}), ""]
         stacks = [m for m in sorted(set(g["method"])) if m.startswith("stack-")]
         if stacks:
             lines += [f"## M = {int(m_src)}: seconds per run (median, all datasets)", "",
@@ -108,6 +90,27 @@ def report(df: pd.DataFrame, data_dir: Path, command: str) -> str:
         lines += [f"{len(failed)} runs failed; first: {failed.iloc[0]['method']} on "
                   f"{failed.iloc[0]['dataset']}: {failed.iloc[0]['error']}", ""]
     return "\n".join(lines)
+
+
+def robustness(cells: pd.DataFrame, reference: str = "random++",
+               limit: float = 1.3) -> pd.DataFrame:
+    """Each method's RMSE over ``reference``'s on the same splits, per dataset.
+
+    ``ratio`` divides the mean RMSEs over seeds; ``per seed`` gives the range of the
+    per-split ratios and ``over`` counts the seeds where one exceeds ``limit``.
+    """
+    keys = ["dataset", "seed"]
+    ref = cells[cells["method"] == reference].set_index(keys)["rmse"]
+    rows = []
+    for (dataset, method), sub in cells.groupby(["dataset", "method"]):
+        per_seed = sub.set_index(keys)["rmse"] / ref.reindex(sub.set_index(keys).index)
+        base = ref.xs(dataset, level="dataset").reindex(sub["seed"]).mean()
+        rows.append({"dataset": dataset, "method": method, "rmse": 100 * sub["rmse"].mean(),
+                     "coverage90": sub["coverage90"].mean(),
+                     "ratio": sub["rmse"].mean() / base,
+                     "per seed": f"{per_seed.min():.2f} – {per_seed.max():.2f}",
+                     "over": f"{int((per_seed > limit).sum())} of {len(per_seed)}"})
+    return pd.DataFrame(rows).sort_values(["dataset", "rmse"])
 
 
 def main() -> None:
@@ -134,9 +137,10 @@ def main() -> None:
                  n_jobs=args.n_jobs)
         print(f"grid: {time.perf_counter() - t0:.0f} s")
     command = "python benchmarks/defaults.py " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in (("n_source", args.n_source),
-                                                  ("seeds", args.seeds))) + \
-        " (run per method group; the grid resumes from stored cells)"
+        f"--{k.replace('_', '-')} {v}" for k, v in (("datasets", args.datasets),
+                                                  ("n_source", args.n_source),
+                                                  ("seeds", args.seeds),
+                                                  ("n_jobs", args.n_jobs)))
     stored = _stored_at(RAW)
     # the settings asked for only: cells of other seeds or sizes stay stored for later runs
     stored = stored[stored["seed"].isin([int(v) for v in args.seeds.split(",")])

@@ -7,19 +7,22 @@ runs ``irt-bayes`` with other options (``--options coreset=anchors``: the IRT an
 selector on irt-bayes' own fit, checked against random items by ``selection="auto"``;
 ``--options coreset=anchors,model=3pl``: also gp-irt's IRT model) through
 :func:`coreval.harness.run_grid`, binned split, budget 10 %, and compares each with the
-``gp-irt``, ``irt-bayes`` and ``random++`` cells that ``item_level.py`` stored for the
-same datasets, source sizes and seeds (the same splits: a binned split depends only on
-the matrix, M and the seed).
+``gp-irt``, ``irt-bayes`` and ``random++`` cells that ``item_level.py`` (the 8 LLM
+matrices) or ``defaults.py`` (also the GLUE matrices) stored for the same datasets,
+source sizes and seeds (the same splits: a binned split depends only on the matrix, M
+and the seed).
 
 Metrics on the target models: RMSE, coverage90 and width90 σ⁻¹-aggregated over the 8
 LLM matrices (mRMR paper, Eqs. 25-27), Kendall τ too, as in ``item_level.md``;
 a variant's ``fallback`` line counts the splits where the selection check replaced its
-fitted coreset with random items.
+fitted coreset with random items. On the GLUE matrices (``--datasets mrpc,sst2``), each
+row's RMSE over random++'s on the same splits, as in ``defaults.md``.
 
 Usage::
 
     python benchmarks/irt_bayes_coreset.py [--options coreset=anchors] [--n-source 30]
-                                           [--seeds 0,1,2] [--n-jobs 1] [--report-only]
+                                           [--seeds 0,1,2] [--datasets d1,d2] [--n-jobs 1]
+                                           [--out irt_bayes_coreset.md] [--report-only]
 
 Each variant's cells are stored in
 ``benchmarks/results/raw/irt_bayes_coreset/KEY=VALUE[,KEY=VALUE].parquet.parts/`` and a re-run computes
@@ -36,18 +39,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from _results import LLM, RESULTS, SHARED, provenance, write_markdown
+from _results import GLUE, LLM, RESULTS, SHARED, provenance, write_markdown
 from coreval.data import load_matrix
 from coreval.harness import run_grid
-from coreval.harness.summary import dataset_sigmas, sigma_weighted_summary
+from coreval.harness.summary import dataset_sigmas
 from coreval.jax_cache import enable_compilation_cache
+from defaults import RAW as DEFAULTS_RAW
+from defaults import robustness
+from item_level import METHOD_TABLE_FORMAT, _md, _stored_at, method_table
 from item_level import RAW as GRID_RAW
-from item_level import _md, _stored_at
 
 RAW = RESULTS / "raw" / "irt_bayes_coreset"
 BUDGET = 0.10
 COMPARED = ("gp-irt", "irt-bayes", "random++")
-METRICS = ("rmse", "kendall", "coverage90", "width90")
 
 
 def parse_options(text: str) -> dict[str, str]:
@@ -72,29 +76,26 @@ def report(cells: pd.DataFrame, variants: list[str], sigmas: dict[str, float],
            command: str) -> str:
     """The markdown of ``irt_bayes_coreset.md`` from the variants' and the grid's cells."""
     lines = ["# irt-bayes variants beside gp-irt", "", *provenance(command), "",
-             f"Binned split, budget {100 * BUDGET:g} %, the 8 LLM matrices, metrics on the "
-             "target models. The `irt-bayes KEY=VALUE` rows are irt-bayes with those options "
+             f"Binned split, budget {100 * BUDGET:g} %, metrics on the target models. The `irt-bayes KEY=VALUE` rows are irt-bayes with those options "
              "(`coreset=anchors`: the IRT anchor selector on irt-bayes' own IRT fit, checked "
              "against random items by `selection=\"auto\"`; `model=3pl`: gp-irt's IRT "
-             "model); the other rows are the item-level grid's cells (`item_level.md`) on "
-             "the same splits. Every metric is averaged over seeds per dataset and "
+             "model; `model=auto`: the 2PL or the 3PL, with 1 or 2 dimensions, chosen in "
+             "each run by the out-of-fold RMSE of irt-bayes' misfit folds); the other rows are the cells of the item-level grid (`item_level.md`) "
+             "or of `defaults.md` on the same splits. On the 8 LLM matrices every metric is averaged over seeds per dataset and "
              "σ⁻¹-aggregated over datasets as in `item_level.md` (RMSE and width in pp); "
              "seconds: median select + fit + predict per run (the grid's cells share fits "
              "across budgets and methods, the variants' do not, so their seconds are not "
-             "comparable).", ""]
-    for m_src, part in cells.groupby("n_source"):
+             "comparable). On the GLUE matrices each row's RMSE over random++'s, as in "
+             "`defaults.md`.", ""]
+    for m_src, part in cells[cells["dataset"].isin(GLUE)].groupby("n_source"):
+        lines += [f"## M = {int(m_src)}: mrpc and sst2 (goal: ratio ≤ 1.3)", "",
+                  *_md(robustness(part), {"rmse": ".2f", "coverage90": ".2f",
+                                          "ratio": ".2f"}), ""]
+    for m_src, part in cells[cells["dataset"].isin(LLM)].groupby("n_source"):
         seeds = ", ".join(str(int(s)) for s in sorted(part["seed"].unique()))
-        agg = sigma_weighted_summary(part, sigmas, metrics=METRICS).set_index("method")
-        table = pd.DataFrame({
-            "method": agg.index, "rmse": 100 * agg["rmse"].to_numpy(),
-            "kendall": agg["kendall"].to_numpy(), "coverage90": agg["coverage90"].to_numpy(),
-            "width90": 100 * agg["width90"].to_numpy(),
-            "seconds": part.groupby("method")["seconds"].median().reindex(agg.index).to_numpy(),
-            "splits": part.groupby("method").size().reindex(agg.index).to_numpy(),
-        }).sort_values("rmse")
+        table = method_table(part, sigmas, count="splits")
         lines += [f"## M = {int(m_src)} (seeds {seeds})", "",
-                  *_md(table, {"rmse": ".2f", "kendall": ".3f", "coverage90": ".2f",
-                               "width90": ".1f", "seconds": ".1f", "splits": ".0f"}), ""]
+                  *_md(table, METHOD_TABLE_FORMAT), ""]
         lines += ["Per split, each variant's RMSE minus gp-irt's on the same split (pp; "
                   "mean ± standard error over splits, and the splits where the variant is "
                   "lower); `fallback`: splits where random items replaced a fitted coreset.",
@@ -126,8 +127,16 @@ def paired_cells(variants: pd.DataFrame) -> pd.DataFrame:
     """The variants' cells and the grid's cells of :data:`COMPARED`, on the splits where
     every one of them has its cell."""
     keys = ["dataset", "n_source", "seed", "budget"]
-    grid = _stored_at(GRID_RAW)
-    grid = grid[grid["method"].isin(COMPARED) & grid["error"].isna()]
+    stores = [raw for raw in (GRID_RAW, DEFAULTS_RAW)
+              if (raw.parent / (raw.name + ".parts")).is_dir()]
+    if not stores:
+        raise SystemExit(f"neither {GRID_RAW}.parts nor {DEFAULTS_RAW}.parts holds the "
+                         "cells to compare with; run item_level.py or defaults.py first")
+    grid = pd.concat([_stored_at(raw) for raw in stores], ignore_index=True)
+    # a split both grids ran (an LLM matrix in defaults.py) counts once, the item-level
+    # grid's cell
+    grid = grid[grid["method"].isin(COMPARED) & grid["error"].isna()].drop_duplicates(
+        [*keys, "method"])
     variants = variants[variants["error"].isna()]
     both = pd.concat([variants, grid.merge(variants[keys].drop_duplicates(), on=keys)],
                      ignore_index=True)
@@ -143,12 +152,17 @@ def main() -> None:
                     help="irt-bayes options of one variant, KEY=VALUE[,KEY=VALUE]")
     ap.add_argument("--n-source", default="30")
     ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--datasets", default=",".join(LLM),
+                    help="the 8 LLM matrices (default) and/or mrpc,sst2")
     ap.add_argument("--n-jobs", type=int, default=1)
+    ap.add_argument("--out", default="irt_bayes_coreset.md",
+                    help="results file under benchmarks/results/")
     ap.add_argument("--data-dir", type=Path,
                     default=Path(os.environ.get("COREVAL_DATA", SHARED / "data")))
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args()
-    matrices = {name: load_matrix(name, data_dir=args.data_dir) for name in LLM}
+    matrices = {name: load_matrix(name, data_dir=args.data_dir)
+                for name in args.datasets.split(",")}
     n_source = [int(v) for v in args.n_source.split(",")]
     seeds = [int(v) for v in args.seeds.split(",")]
     if not args.report_only:
@@ -166,13 +180,15 @@ def main() -> None:
     if not stored:
         raise SystemExit(f"no variant is stored under {RAW}; run with --options first")
     cells = pd.concat(stored, ignore_index=True)
-    cells = cells[cells["n_source"].isin(n_source) & cells["seed"].isin(seeds)]
+    cells = cells[cells["n_source"].isin(n_source) & cells["seed"].isin(seeds)
+                  & cells["dataset"].isin(matrices)]
     command = ("python benchmarks/irt_bayes_coreset.py "
                + " ".join(f"--options {o}" for o in args.options)
-               + f" --n-source {args.n_source} --seeds {args.seeds} --n-jobs {args.n_jobs}")
+               + f" --n-source {args.n_source} --seeds {args.seeds} --datasets "
+               f"{args.datasets} --n-jobs {args.n_jobs} --out {args.out}")
     text = report(paired_cells(cells), sorted(cells["method"].unique()),
                   dataset_sigmas(matrices), command)
-    print(write_markdown(RESULTS / "irt_bayes_coreset.md", text))
+    print(write_markdown(RESULTS / args.out, text))
 
 
 if __name__ == "__main__":
