@@ -25,8 +25,8 @@ Usage::
                                            [--out irt_bayes_coreset.md] [--report-only]
 
 Each variant's cells are stored in
-``benchmarks/results/raw/irt_bayes_coreset/KEY=VALUE[,KEY=VALUE].parquet.parts/`` and a re-run computes
-only the missing ones; the report covers every stored variant.
+``benchmarks/results/raw/irt_bayes_coreset/KEY=VALUE[,KEY=VALUE].parquet.parts/``
+and a re-run computes only the missing ones; the report covers every stored variant.
 """
 
 from __future__ import annotations
@@ -76,15 +76,17 @@ def report(cells: pd.DataFrame, variants: list[str], sigmas: dict[str, float],
            command: str) -> str:
     """The markdown of ``irt_bayes_coreset.md`` from the variants' and the grid's cells."""
     lines = ["# irt-bayes variants beside gp-irt", "", *provenance(command), "",
-             f"Binned split, budget {100 * BUDGET:g} %, metrics on the target models. The `irt-bayes KEY=VALUE` rows are irt-bayes with those options "
+             f"Binned split, budget {100 * BUDGET:g} %, metrics on the target models. The "
+             "`irt-bayes KEY=VALUE` rows are irt-bayes with those options "
              "(`coreset=anchors`: the IRT anchor selector on irt-bayes' own IRT fit, checked "
              "against random items by `selection=\"auto\"`; `model=3pl`: gp-irt's IRT "
              "model; `model=auto`: the 2PL or the 3PL, with 1 or 2 dimensions, chosen in "
-             "each run by the out-of-fold RMSE of irt-bayes' misfit folds); the other rows are the cells of the item-level grid (`item_level.md`) "
-             "or of `defaults.md` on the same splits. On the 8 LLM matrices every metric is averaged over seeds per dataset and "
-             "σ⁻¹-aggregated over datasets as in `item_level.md` (RMSE and width in pp); "
-             "seconds: median select + fit + predict per run (the grid's cells share fits "
-             "across budgets and methods, the variants' do not, so their seconds are not "
+             "each run by the out-of-fold RMSE of irt-bayes' misfit folds); the other rows "
+             "are the cells of the item-level grid (`item_level.md`) or of `defaults.md` on "
+             "the same splits. On the 8 LLM matrices every metric is averaged over seeds per "
+             "dataset and σ⁻¹-aggregated over datasets as in `item_level.md` (RMSE and width "
+             "in pp); seconds: median select + fit + predict per run (the grid's cells share "
+             "fits across budgets and methods, the variants' do not, so their seconds are not "
              "comparable). On the GLUE matrices each row's RMSE over random++'s, as in "
              "`defaults.md`.", ""]
     for m_src, part in cells[cells["dataset"].isin(GLUE)].groupby("n_source"):
