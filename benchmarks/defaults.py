@@ -43,6 +43,8 @@ GLUE = ("mrpc", "sst2")
 METHODS = ("random", "random++", "anchor-points++", "mrmr++", "gp-irt", "irt-bayes",
            "stack-random", "stack-mrmr", "stack-irt-anchors")
 BUDGET = 0.10
+#: #16's robustness goal: no default above this multiple of random++'s RMSE.
+LIMIT = 1.3
 
 
 def report(df: pd.DataFrame, data_dir: Path, command: str) -> str:
@@ -74,10 +76,11 @@ def report(df: pd.DataFrame, data_dir: Path, command: str) -> str:
                       *_md(per.reset_index(), {c: ".2f" for c in per.columns}), ""]
         glue = g[g["dataset"].isin(GLUE)]
         if not glue.empty:
-            lines += [f"## M = {int(m_src)}: robustness on mrpc and sst2 (goal: ratio ≤ 1.3)",
+            lines += [f"## M = {int(m_src)}: robustness on mrpc and sst2 (goal: ratio ≤ "
+                      f"{LIMIT:g})",
                       "", "RMSE and coverage90: means over seeds; ratio: the method's mean "
                       "RMSE over random++'s mean RMSE; per seed: the same ratio on each "
-                      "seed's split (lowest – highest), and the seeds where it is above 1.3.",
+                      f"seed's split (lowest – highest), and the seeds where it is above {LIMIT:g}.",
                       "", *_md(table := robustness(glue), {"rmse": ".2f",
                                                            "coverage90": ".2f",
                                                            "ratio": ".2f"}), "",
@@ -95,7 +98,7 @@ def report(df: pd.DataFrame, data_dir: Path, command: str) -> str:
 
 
 def robustness(cells: pd.DataFrame, reference: str = "random++",
-               limit: float = 1.3) -> pd.DataFrame:
+               limit: float = LIMIT) -> pd.DataFrame:
     """Each method's RMSE over ``reference``'s on the same splits, per dataset.
 
     ``ratio`` divides the mean RMSEs over seeds; ``per seed`` gives the range of the
@@ -105,17 +108,18 @@ def robustness(cells: pd.DataFrame, reference: str = "random++",
     ref = cells[cells["method"] == reference].set_index(keys)["rmse"]
     rows = []
     for (dataset, method), sub in cells.groupby(["dataset", "method"]):
-        per_seed = sub.set_index(keys)["rmse"] / ref.reindex(sub.set_index(keys).index)
-        base = ref.xs(dataset, level="dataset").reindex(sub["seed"]).mean()
-        rows.append({"dataset": dataset, "method": method, "rmse": 100 * sub["rmse"].mean(),
+        rmse = sub.set_index(keys)["rmse"]
+        base = ref.reindex(rmse.index)
+        per_seed = rmse / base
+        rows.append({"dataset": dataset, "method": method, "rmse": 100 * rmse.mean(),
                      "coverage90": sub["coverage90"].mean(),
-                     "ratio": sub["rmse"].mean() / base,
+                     "ratio": rmse.mean() / base.mean(),
                      "per seed": f"{per_seed.min():.2f} – {per_seed.max():.2f}",
                      "over": f"{int((per_seed > limit).sum())} of {len(per_seed)}"})
     return pd.DataFrame(rows).sort_values(["dataset", "rmse"])
 
 
-def _over_limit(table: pd.DataFrame, limit: float = 1.3) -> str:
+def _over_limit(table: pd.DataFrame, limit: float = LIMIT) -> str:
     """The sentence naming the rows of :func:`robustness` whose mean ratio exceeds
     ``limit`` (the sample mean ``random`` is the floor every coreset method beats, not a
     default to hold to the goal)."""
