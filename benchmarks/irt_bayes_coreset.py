@@ -1,4 +1,4 @@
-"""irt-bayes variants beside gp-irt on the item-level grid's splits.
+"""Method variants (irt-bayes, gp-irt, ... with other options) beside gp-irt on the grid's splits.
 
 gp-irt and irt-bayes differ in their coreset (IRT anchor points for gp-irt, random items
 for irt-bayes), their IRT model (the 3PL for gp-irt, the 2PL for irt-bayes) and their
@@ -7,10 +7,13 @@ runs ``irt-bayes`` with other options (``--options coreset=anchors``: the IRT an
 selector on irt-bayes' own fit, checked against random items by ``selection="auto"``;
 ``--options coreset=anchors,model=3pl``: also gp-irt's IRT model) through
 :func:`coreval.harness.run_grid`, binned split, budget 10 %, and compares each with the
-``gp-irt``, ``irt-bayes`` and ``random++`` cells that ``item_level.py`` (the 8 LLM
-matrices) or ``defaults.py`` (also the GLUE matrices) stored for the same datasets,
-source sizes and seeds (the same splits: a binned split depends only on the matrix, M
-and the seed).
+``gp-irt``, ``irt-bayes`` and ``random++`` cells (and those of the variant's own method)
+that ``item_level.py`` (the 8 LLM matrices) or ``defaults.py`` (also the GLUE matrices)
+stored for the same datasets, source sizes and seeds (the same splits: a binned split
+depends only on the matrix, M and the seed). ``--method`` runs another method's variants
+the same way (``--method gp-irt --options model=auto``: gp-irt's IRT model chosen per run),
+and ``--reference`` names the row each variant is paired with per split (gp-irt's stored
+cells by default; ``--reference 'gp-irt model=3pl'`` pairs with that variant).
 
 Metrics on the target models: RMSE, coverage90 and width90 σ⁻¹-aggregated over the 8
 LLM matrices (mRMR paper, Eqs. 25-27), Kendall τ too, as in ``item_level.md``;
@@ -20,13 +23,15 @@ row's RMSE over random++'s on the same splits, as in ``defaults.md``.
 
 Usage::
 
-    python benchmarks/irt_bayes_coreset.py [--options coreset=anchors] [--n-source 30]
-                                           [--seeds 0,1,2] [--datasets d1,d2] [--n-jobs 1]
-                                           [--out irt_bayes_coreset.md] [--report-only]
+    python benchmarks/irt_bayes_coreset.py [--method irt-bayes] [--options coreset=anchors]
+                                           [--n-source 30] [--seeds 0,1,2] [--datasets d1,d2]
+                                           [--n-jobs 1] [--out irt_bayes_coreset.md]
+                                           [--reference gp-irt] [--report-only]
 
 Each variant's cells are stored in
-``benchmarks/results/raw/irt_bayes_coreset/KEY=VALUE[,KEY=VALUE].parquet.parts/``
-and a re-run computes only the missing ones; the report covers every stored variant.
+``benchmarks/results/raw/irt_bayes_coreset/METHOD@KEY=VALUE[,KEY=VALUE].parquet.parts/``
+and a re-run computes only the missing ones; the report covers every stored variant of
+the methods given by ``--method``.
 """
 
 from __future__ import annotations
@@ -62,26 +67,30 @@ def parse_options(text: str) -> dict[str, str]:
     return dict(sorted(pairs))
 
 
-def label(options: dict[str, str]) -> str:
+def label(method: str, options: dict[str, str]) -> str:
     """The variant's row label, e.g. ``irt-bayes coreset=anchors model=3pl``."""
-    return "irt-bayes " + " ".join(f"{k}={v}" for k, v in options.items())
+    return f"{method} " + " ".join(f"{k}={v}" for k, v in options.items())
 
 
-def store(options: dict[str, str]) -> Path:
+def store(method: str, options: dict[str, str]) -> Path:
     """The variant's grid output (its cells in ``<store>.parts``)."""
-    return RAW / (",".join(f"{k}={v}" for k, v in options.items()) + ".parquet")
+    return RAW / (f"{method}@" + ",".join(f"{k}={v}" for k, v in options.items())
+                  + ".parquet")
 
 
 def report(cells: pd.DataFrame, variants: list[str], sigmas: dict[str, float],
-           command: str) -> str:
+           command: str, reference: str = "gp-irt") -> str:
     """The markdown of ``irt_bayes_coreset.md`` from the variants' and the grid's cells."""
-    lines = ["# irt-bayes variants beside gp-irt", "", *provenance(command), "",
+    lines = ["# Method variants beside gp-irt", "", *provenance(command), "",
              f"Binned split, budget {100 * BUDGET:g} %, metrics on the target models. The "
-             "`irt-bayes KEY=VALUE` rows are irt-bayes with those options "
-             "(`coreset=anchors`: the IRT anchor selector on irt-bayes' own IRT fit, checked "
-             "against random items by `selection=\"auto\"`; `model=3pl`: gp-irt's IRT "
-             "model; `model=auto`: the 2PL or the 3PL, with 1 or 2 dimensions, chosen in "
-             "each run by the out-of-fold RMSE of irt-bayes' misfit folds); the other rows "
+             "`METHOD KEY=VALUE` rows are the method with those options (irt-bayes: "
+             "`coreset=anchors`, the IRT anchor selector on irt-bayes' own IRT fit, checked "
+             "against random items by `selection=\"auto\"`; `model=3pl`, gp-irt's IRT "
+             "model; `model=auto`, the 2PL or the 3PL, with 1 or 2 dimensions, chosen in "
+             "each run by the out-of-fold RMSE of irt-bayes' misfit folds; gp-irt and "
+             "stack-irt-anchors: `model=auto`, the 2PL or the 3PL chosen in each run by the "
+             "gp-IRT validation error, `coreval.irt.source_fit.resolve_irt_model`); the other "
+             "rows "
              "are the cells of the item-level grid (`item_level.md`) or of `defaults.md` on "
              "the same splits. On the 8 LLM matrices every metric is averaged over seeds per "
              "dataset and σ⁻¹-aggregated over datasets as in `item_level.md` (RMSE and width "
@@ -99,11 +108,12 @@ def report(cells: pd.DataFrame, variants: list[str], sigmas: dict[str, float],
         present = set(part["method"])
         lines += [f"## M = {int(m_src)} (seeds {seeds})", "",
                   *_md(table, METHOD_TABLE_FORMAT), ""]
-        lines += ["Per split, each variant's RMSE minus gp-irt's on the same split (pp; "
-                  "mean ± standard error over splits, and the splits where the variant is "
+        lines += [f"Per split, each variant's RMSE minus {reference}'s on the same split "
+                  "(pp; mean ± standard error over splits, and the splits where the variant is "
                   "lower); `fallback`: splits where random items replaced a fitted coreset.",
-                  "", *_md(_paired_with(part, [v for v in variants if v in present],
-                                        "gp-irt"),
+                  "", *_md(_paired_with(part, [v for v in variants
+                                               if v in present and v != reference],
+                                        reference),
                            {"mean": "+.2f", "se": ".2f", "lower": ".0f", "splits": ".0f",
                             "fallback": ".0f"}), ""]
         per = part.pivot_table(index="dataset", columns="method", values="rmse") * 100
@@ -127,8 +137,9 @@ def _paired_with(part: pd.DataFrame, variants: list[str], reference: str) -> pd.
     return pd.DataFrame(rows)
 
 
-def paired_cells(variants: pd.DataFrame) -> pd.DataFrame:
-    """The variants' cells and the grid's cells of :data:`COMPARED`, on the splits where
+def paired_cells(variants: pd.DataFrame, compared: tuple[str, ...] = COMPARED
+                 ) -> pd.DataFrame:
+    """The variants' cells and the grid's cells of ``compared``, on the splits where
     every method stored for that M (and for the LLM or the GLUE matrices) has its cell, so
     each table compares its rows on the same splits."""
     keys = ["dataset", "n_source", "seed", "budget"]
@@ -140,7 +151,7 @@ def paired_cells(variants: pd.DataFrame) -> pd.DataFrame:
     grid = pd.concat([_stored_at(raw) for raw in stores], ignore_index=True)
     # a split both grids ran (an LLM matrix in defaults.py) counts once, the item-level
     # grid's cell
-    grid = grid[grid["method"].isin(COMPARED) & grid["error"].isna()].drop_duplicates(
+    grid = grid[grid["method"].isin(compared) & grid["error"].isna()].drop_duplicates(
         [*keys, "method"])
     variants = variants[variants["error"].isna()]
     both = pd.concat([variants, grid.merge(variants[keys].drop_duplicates(), on=keys)],
@@ -154,8 +165,14 @@ def paired_cells(variants: pd.DataFrame) -> pd.DataFrame:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--method", default="irt-bayes",
+                    help="the method whose variants are run and reported, or several "
+                         "separated by commas (reported only)")
+    ap.add_argument("--reference", default="gp-irt",
+                    help="the row each variant is paired with per split: a stored method or "
+                         "a variant's label, e.g. 'gp-irt model=3pl'")
     ap.add_argument("--options", action="append", default=[],
-                    help="irt-bayes options of one variant, KEY=VALUE[,KEY=VALUE]")
+                    help="options of one variant of --method, KEY=VALUE[,KEY=VALUE]")
     ap.add_argument("--n-source", default="30")
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--datasets", default=",".join(LLM),
@@ -171,29 +188,37 @@ def main() -> None:
                 for name in args.datasets.split(",")}
     n_source = [int(v) for v in args.n_source.split(",")]
     seeds = [int(v) for v in args.seeds.split(",")]
+    methods = args.method.split(",")
     if not args.report_only:
+        if args.options and len(methods) != 1:
+            raise SystemExit("--options runs the variants of one --method")
         enable_compilation_cache()
         for options in map(parse_options, args.options):
             t0 = time.perf_counter()
-            run_grid(matrices, ["irt-bayes"], [BUDGET], n_source=n_source, seeds=seeds,
-                     split="binned", out=store(options), n_jobs=args.n_jobs,
-                     method_options={"irt-bayes": options})
-            print(f"{label(options)}: {time.perf_counter() - t0:.0f} s")
+            run_grid(matrices, methods, [BUDGET], n_source=n_source, seeds=seeds,
+                     split="binned", out=store(methods[0], options), n_jobs=args.n_jobs,
+                     method_options={methods[0]: options})
+            print(f"{label(methods[0], options)}: {time.perf_counter() - t0:.0f} s")
     stored = []
-    for parts in sorted(RAW.glob("*.parquet.parts")):
-        options = parse_options(parts.name.removesuffix(".parquet.parts"))
-        stored.append(_stored_at(parts.with_suffix("")).assign(method=label(options)))
+    for method in methods:
+        for parts in sorted(RAW.glob(f"{method}@*.parquet.parts")):
+            options = parse_options(parts.name.removesuffix(".parquet.parts").split("@", 1)[1])
+            stored.append(_stored_at(parts.with_suffix("")).assign(
+                method=label(method, options)))
     if not stored:
-        raise SystemExit(f"no variant is stored under {RAW}; run with --options first")
+        raise SystemExit(f"no variant of {args.method} is stored under {RAW}; run with "
+                         "--options first")
     cells = pd.concat(stored, ignore_index=True)
     cells = cells[cells["n_source"].isin(n_source) & cells["seed"].isin(seeds)
                   & cells["dataset"].isin(matrices)]
-    command = ("python benchmarks/irt_bayes_coreset.py "
+    command = (f"python benchmarks/irt_bayes_coreset.py --method {args.method} "
                + " ".join(f"--options {o}" for o in args.options)
                + f" --n-source {args.n_source} --seeds {args.seeds} --datasets "
-               f"{args.datasets} --n-jobs {args.n_jobs} --out {args.out}")
-    text = report(paired_cells(cells), sorted(cells["method"].unique()),
-                  dataset_sigmas(matrices), command)
+               f"{args.datasets} --n-jobs {args.n_jobs} --out {args.out}"
+               + (f" --reference '{args.reference}'" if args.reference != "gp-irt" else ""))
+    compared = tuple(dict.fromkeys([*COMPARED, *methods]))
+    text = report(paired_cells(cells, compared), sorted(cells["method"].unique()),
+                  dataset_sigmas(matrices), command, args.reference)
     print(write_markdown(RESULTS / args.out, text))
 
 

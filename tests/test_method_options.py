@@ -117,7 +117,7 @@ def test_irt_fit_spec_fields_are_options_shared_by_selector_and_predictor():
     selector = method.make_selector(10, model="2pl", num_steps=300)
     predictor = method.make_predictor(model="2pl", num_steps=300)
     assert selector.irt == predictor.irt == GPIRT_FIT.replace(model="2pl", num_steps=300)
-    assert GPIRT_FIT == TINYBENCH_FIT.replace(priors="auto")
+    assert GPIRT_FIT == TINYBENCH_FIT.replace(model="auto", priors="auto")
     assert get_method("p-irt").make_predictor().irt == TINYBENCH_FIT
     # a method's default spec reaches both components, also through a coreset choice
     assert get_method("metabench").make_predictor().irt == METABENCH_FIT

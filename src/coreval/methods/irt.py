@@ -3,9 +3,10 @@
 * ``p-irt``: IRT anchor points + p-IRT.
 * ``gp-irt``, ``gp-irt+``, ``gp-irt++``: IRT anchor points + gp-IRT, or the
   ridge / kernel-ridge refits of the mRMR paper. Their IRT fit is tinyBenchmarks'
-  with the prior family chosen per run (``priors="auto"``: positive or signed
-  discriminations, by the gp-IRT validation error on the source models);
-  ``priors="hierarchical"`` is the reference's fit, which ``p-irt`` keeps.
+  with the logistic model and the prior family chosen per run (``model="auto"``: the
+  2PL or the 3PL; ``priors="auto"``: positive or signed discriminations; both by the
+  gp-IRT validation error on the source models). ``p-irt`` keeps
+  ``TINYBENCH_FIT``, the 3PL under the reference's hierarchical priors.
 * ``metabench``, ``metabench+``, ``metabench++``: Fisher information per
   ability-quantile bin + GAM on (θ̂, coreset mean), or the refits.
 * ``irt-bayes``, ``irt-bayes+``, ``irt-bayes++``: a coreset (option
