@@ -1,13 +1,14 @@
 """Method variants (irt-bayes, gp-irt, ... with other options) beside gp-irt on the grid's splits.
 
 gp-irt and irt-bayes differ in their coreset (IRT anchor points for gp-irt, random items
-for irt-bayes), their IRT model (the 3PL for gp-irt, the 2PL for irt-bayes) and their
-predictor (gp-IRT's λ-mix vs the posterior predictive). This script separates them: it
-runs ``irt-bayes`` with other options (``--options coreset=anchors``: the IRT anchor
+for irt-bayes), in how they choose their IRT model (gp-IRT's validation error for gp-irt,
+the out-of-fold RMSE of the misfit folds for irt-bayes) and in their predictor (gp-IRT's
+λ-mix vs the posterior predictive). This script separates them: it runs ``irt-bayes``
+with other options (``--options coreset=anchors``: the IRT anchor
 selector on irt-bayes' own fit, checked against random items by ``selection="auto"``;
 ``--options coreset=anchors,model=3pl``: also gp-irt's IRT model) through
 :func:`coreval.harness.run_grid`, binned split, budget 10 %, and compares each with the
-``gp-irt``, ``irt-bayes`` and ``random++`` cells (and those of the variant's own method)
+``gp-irt``, ``irt-bayes`` and ``random++`` cells (``--compare``: other stored methods)
 that ``item_level.py`` (the 8 LLM matrices) or ``defaults.py`` (also the GLUE matrices)
 stored for the same datasets, source sizes and seeds (the same splits: a binned split
 depends only on the matrix, M and the seed). ``--method`` runs another method's variants
@@ -26,6 +27,7 @@ Usage::
     python benchmarks/irt_bayes_coreset.py [--method irt-bayes] [--options coreset=anchors]
                                            [--n-source 30] [--seeds 0,1,2] [--datasets d1,d2]
                                            [--n-jobs 1] [--out irt_bayes_coreset.md]
+                                           [--compare gp-irt,irt-bayes,random++]
                                            [--reference gp-irt] [--report-only]
 
 Each variant's cells are stored in
@@ -168,6 +170,9 @@ def main() -> None:
     ap.add_argument("--method", default="irt-bayes",
                     help="the method whose variants are run and reported, or several "
                          "separated by commas (reported only)")
+    ap.add_argument("--compare", default=",".join(COMPARED),
+                    help="the stored methods (item_level.py's or defaults.py's cells) shown "
+                         "beside the variants")
     ap.add_argument("--reference", default="gp-irt",
                     help="the row each variant is paired with per split: a stored method or "
                          "a variant's label, e.g. 'gp-irt model=3pl'")
@@ -215,8 +220,9 @@ def main() -> None:
                + " ".join(f"--options {o}" for o in args.options)
                + f" --n-source {args.n_source} --seeds {args.seeds} --datasets "
                f"{args.datasets} --n-jobs {args.n_jobs} --out {args.out}"
+               + (f" --compare {args.compare}" if args.compare != ",".join(COMPARED) else "")
                + (f" --reference '{args.reference}'" if args.reference != "gp-irt" else ""))
-    compared = tuple(dict.fromkeys([*COMPARED, *methods]))
+    compared = tuple(args.compare.split(","))
     text = report(paired_cells(cells, compared), sorted(cells["method"].unique()),
                   dataset_sigmas(matrices), command, args.reference)
     print(write_markdown(RESULTS / args.out, text))

@@ -105,8 +105,9 @@ def test_blend_repairs_a_one_dimensional_misfit_out_of_fold_and_on_targets() -> 
     for blend in ("cv", "none"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # one candidate model (the 2PL), so that both blends score the same fold fits
             fits[blend] = fit_method(get_method("irt-bayes"), source, 20, seed=0,
-                                     choose_dims=False, blend=blend, **FAST)
+                                     model="2pl", choose_dims=False, blend=blend, **FAST)
     blended, plain = fits["cv"].predictor, fits["none"].predictor
     assert blended.blend_tau2_ > 0.0 and plain.blend_tau2_ == 0.0
     # the same fold fits: the IRT model's own out-of-fold error is unchanged, the blend's lower

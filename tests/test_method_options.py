@@ -111,7 +111,13 @@ def test_cli_option_error_exits_2_with_one_line(tmp_path, matrix):
 
 def test_irt_fit_spec_fields_are_options_shared_by_selector_and_predictor():
     from coreval.irt.fit_spec import IRTFitSpec
-    from coreval.irt.source_fit import BAYES_FIT, GPIRT_FIT, METABENCH_FIT, TINYBENCH_FIT
+    from coreval.irt.source_fit import (
+        BAYES_FIT,
+        GPIRT_FIT,
+        IRT_BAYES_FIT,
+        METABENCH_FIT,
+        TINYBENCH_FIT,
+    )
 
     method = get_method("gp-irt")
     selector = method.make_selector(10, model="2pl", num_steps=300)
@@ -124,7 +130,7 @@ def test_irt_fit_spec_fields_are_options_shared_by_selector_and_predictor():
     bayes = get_method("irt-bayes")
     for coreset in ("fisher", "anchors"):
         assert bayes.make_selector(10, coreset=coreset).irt == bayes.make_predictor().irt \
-            == BAYES_FIT
+            == IRT_BAYES_FIT == BAYES_FIT.replace(model="auto")
     # a whole spec is an option too, and its fields override it
     spec = IRTFitSpec(model="1pl", fit_method="map")
     assert method.make_predictor(irt=spec, num_draws=7).irt == spec.replace(num_draws=7)

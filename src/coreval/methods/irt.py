@@ -12,7 +12,9 @@
 * ``irt-bayes``, ``irt-bayes+``, ``irt-bayes++``: a coreset (option
   ``coreset="random"`` (default), ``"fisher"`` (metabench bins topped up to k by
   mean information over the source abilities) or ``"anchors"``) + the IRT
-  posterior predictive of the full score. Random is the default coreset. On
+  posterior predictive of the full score, with the 2PL or the 3PL and 1 or 2 latent
+  dimensions chosen per run (``IRT_BAYES_FIT``, ``model="auto"``). Random is the
+  default coreset. On
   simulated 2PL data (40 source models, k = 40) its intervals cover 87-92 %
   (mean 90 %) at nominal 90 %; the Fisher coreset's cover 89-94 % (mean 91 %)
   with the cross-validated misfit term and 91-99 % (mean 94 %) without it
@@ -36,7 +38,7 @@ Efficient Benchmarking Is Just Feature Selection and Multiple Regression.
 
 from __future__ import annotations
 
-from coreval.irt.source_fit import BAYES_FIT, GPIRT_FIT, METABENCH_FIT, TINYBENCH_FIT
+from coreval.irt.source_fit import GPIRT_FIT, IRT_BAYES_FIT, METABENCH_FIT, TINYBENCH_FIT
 from coreval.methods.registry import Choice, Component, declare
 from coreval.prediction.gam import GAMPredictor
 from coreval.prediction.gp_irt import GPIRTPredictor, PIRTPredictor
@@ -66,6 +68,6 @@ declare("metabench", FisherInformationSelector, GAMPredictor, refits=True,
         description="Fisher information per ability-quantile bin + GAM(θ̂, coreset mean)",
         reference=METABENCH)
 declare("irt-bayes", IRT_BAYES_CORESETS, IRTBayesPredictor, refits=True,
-        shared={"irt": BAYES_FIT},
+        shared={"irt": IRT_BAYES_FIT},
         description="IRT posterior predictive of the full score (coreset: random|fisher|anchors)",
         reference="coreval; IRT as in Polo et al. 2024")
