@@ -81,17 +81,19 @@ def store(method: str, options: dict[str, str]) -> Path:
 
 
 def report(cells: pd.DataFrame, variants: list[str], sigmas: dict[str, float],
-           command: str, reference: str = "gp-irt") -> str:
-    """The markdown of ``irt_bayes_coreset.md`` from the variants' and the grid's cells."""
-    lines = ["# Method variants beside gp-irt", "", *provenance(command), "",
+           command: str, reference: str = "gp-irt", runs: str = "") -> str:
+    """The markdown of ``irt_bayes_coreset.md`` from the variants' and the grid's cells
+    (``runs``: the commands that computed the variants' cells, after the command)."""
+    lines = ["# Method variants beside gp-irt", "", *provenance(command, runs), "",
              f"Binned split, budget {100 * BUDGET:g} %, metrics on the target models. The "
              "`METHOD KEY=VALUE` rows are the method with those options (irt-bayes: "
              "`coreset=anchors`, the IRT anchor selector on irt-bayes' own IRT fit, checked "
-             "against random items by `selection=\"auto\"`; `model=3pl`, gp-irt's IRT "
-             "model; `model=auto`, the 2PL or the 3PL, with 1 or 2 dimensions, chosen in "
-             "each run by the out-of-fold RMSE of irt-bayes' misfit folds; gp-irt and "
-             "stack-irt-anchors: `model=auto`, the 2PL or the 3PL chosen in each run by the "
-             "gp-IRT validation error, `coreval.irt.source_fit.resolve_irt_model`); the other "
+             "against random items by `selection=\"auto\"`; `model=auto`, the 2PL or the "
+             "3PL, with 1 or 2 dimensions, chosen in each run by the out-of-fold RMSE of "
+             "irt-bayes' misfit folds; gp-irt and stack-irt-anchors: `model=auto`, the 2PL "
+             "or the 3PL chosen in each run by the gp-IRT validation error, "
+             "`coreval.irt.source_fit.resolve_irt_model`; `model=2pl` or `model=3pl`: that "
+             "model alone); the other "
              "rows "
              "are the cells of the item-level grid (`item_level.md`) or of `defaults.md` on "
              "the same splits. On the 8 LLM matrices every metric is averaged over seeds per "
@@ -204,27 +206,37 @@ def main() -> None:
                      split="binned", out=store(methods[0], options), n_jobs=args.n_jobs,
                      method_options={methods[0]: options})
             print(f"{label(methods[0], options)}: {time.perf_counter() - t0:.0f} s")
-    stored = []
+    stored, runs = [], {}
     for method in methods:
         for parts in sorted(RAW.glob(f"{method}@*.parquet.parts")):
-            options = parse_options(parts.name.removesuffix(".parquet.parts").split("@", 1)[1])
+            text = parts.name.removesuffix(".parquet.parts").split("@", 1)[1]
+            options = parse_options(text)
             stored.append(_stored_at(parts.with_suffix("")).assign(
                 method=label(method, options)))
+            runs.setdefault(method, []).append(text)
     if not stored:
         raise SystemExit(f"no variant of {args.method} is stored under {RAW}; run with "
                          "--options first")
     cells = pd.concat(stored, ignore_index=True)
     cells = cells[cells["n_source"].isin(n_source) & cells["seed"].isin(seeds)
                   & cells["dataset"].isin(matrices)]
-    command = (f"python benchmarks/irt_bayes_coreset.py --method {args.method} "
-               + " ".join(f"--options {o}" for o in args.options)
-               + f" --n-source {args.n_source} --seeds {args.seeds} --datasets "
-               f"{args.datasets} --n-jobs {args.n_jobs} --out {args.out}"
-               + (f" --compare {args.compare}" if args.compare != ",".join(COMPARED) else "")
-               + (f" --reference '{args.reference}'" if args.reference != "gp-irt" else ""))
+    command = " ".join([
+        f"python benchmarks/irt_bayes_coreset.py --method {args.method}",
+        *(f"--options {o}" for o in args.options),
+        f"--n-source {args.n_source} --seeds {args.seeds} --datasets {args.datasets}",
+        f"--n-jobs {args.n_jobs} --out {args.out}",
+        *([f"--compare {args.compare}"] if args.compare != ",".join(COMPARED) else []),
+        *([f"--reference '{args.reference}'"] if args.reference != "gp-irt" else [])])
+    common = (f"--n-source {args.n_source} --seeds {args.seeds} --datasets {args.datasets} "
+              f"--n-jobs {args.n_jobs}")
+    run_lines = ", ".join(
+        f"`python benchmarks/irt_bayes_coreset.py --method {method} "
+        + " ".join(f"--options {o}" for o in opts) + f" {common}`"
+        for method, opts in runs.items())
     compared = tuple(args.compare.split(","))
     text = report(paired_cells(cells, compared), sorted(cells["method"].unique()),
-                  dataset_sigmas(matrices), command, args.reference)
+                  dataset_sigmas(matrices), command, args.reference,
+                  f" (the report); the variants' cells: {run_lines}")
     print(write_markdown(RESULTS / args.out, text))
 
 

@@ -80,7 +80,7 @@ BAYES_FIT = IRTFitSpec(model="2pl")
 #: lowered the σ⁻¹-aggregated RMSE from 3.08 to 3.02 pp at M = 30 and from 2.85 to
 #: 2.74 pp at M = 50, coverage 0.90 and 0.94, at about 1.8x the seconds per run; on mrpc
 #: and sst2 it stays at or below 1.04x random++'s RMSE
-#: (benchmarks/results/irt_bayes_coreset_auto.md, irt_bayes_coreset_glue.md).
+#: (benchmarks/results/irt_model_auto.md).
 IRT_BAYES_FIT = BAYES_FIT.replace(model="auto")
 
 
