@@ -54,11 +54,11 @@ TINYBENCH_FIT = IRTFitSpec(model=ANCHOR_MODEL)
 #: Items that stronger models get wrong more often (label noise, adversarial items: 31 %
 #: of mrpc's items correlate negatively with the total score) cannot be fitted under
 #: positive discriminations; on the LLM matrices, where few are, the validation error
-#: keeps the reference priors where they predict as well. The 3PL, fixed before because
-#: it was closest to the reference on the 8 LLM matrices, gave 1.54x random++'s RMSE on
-#: sst2 at M = 50 (guessing parameters up to 0.82 for near-chance classifiers); chosen
-#: per run, 1.04x there and the same RMSE on the LLM matrices
-#: (benchmarks/results/irt_model_auto.md). Cost: four validation fits per choice
+#: keeps the reference priors where they predict as well. A fixed 3PL (the model closest
+#: to the reference on the 8 LLM matrices) gives 1.54x random++'s RMSE on sst2 at M = 50
+#: (guessing parameters up to 0.82 for near-chance classifiers); chosen per run, 1.04x
+#: there, and on the 8 LLM matrices 0.02 pp (M = 30) and 0.14 pp (M = 50) above the fixed
+#: 3PL (benchmarks/results/irt_model_auto.md). Cost: four validation fits per choice
 #: instead of two.
 GPIRT_FIT = TINYBENCH_FIT.replace(model="auto", priors="auto")
 
@@ -78,7 +78,7 @@ BAYES_FIT = IRTFitSpec(model="2pl")
 #: out-of-fold RMSE of irt-bayes' misfit folds, from the source models alone), as gp-irt
 #: chooses its own. On the 8 LLM matrices (binned split, 10 %, seeds 0-2) the choice
 #: lowered the σ⁻¹-aggregated RMSE from 3.08 to 3.02 pp at M = 30 and from 2.85 to
-#: 2.74 pp at M = 50, coverage 0.90 and 0.94, at about 1.8x the seconds per run; on mrpc
+#: 2.74 pp at M = 50, coverage 0.90 and 0.94, at about 1.7x the seconds per run; on mrpc
 #: and sst2 it stays at or below 1.04x random++'s RMSE
 #: (benchmarks/results/irt_model_auto.md).
 IRT_BAYES_FIT = BAYES_FIT.replace(model="auto")

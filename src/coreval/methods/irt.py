@@ -15,7 +15,8 @@
   posterior predictive of the full score, with the 2PL or the 3PL and 1 or 2 latent
   dimensions chosen per run (``IRT_BAYES_FIT``, ``model="auto"``). Random is the
   default coreset. On
-  simulated 2PL data (40 source models, k = 40) its intervals cover 87-92 %
+  simulated 2PL data (40 source models, k = 40; measured with the 2PL alone) its
+  intervals cover 87-92 %
   (mean 90 %) at nominal 90 %; the Fisher coreset's cover 89-94 % (mean 91 %)
   with the cross-validated misfit term and 91-99 % (mean 94 %) without it
   (benchmarks/results/irt_bayes_calibration.md). On real matrices, where the
