@@ -218,15 +218,13 @@ def main() -> None:
     cells = pd.concat(stored, ignore_index=True)
     cells = cells[cells["n_source"].isin(n_source) & cells["seed"].isin(seeds)
                   & cells["dataset"].isin(matrices)]
-    command = " ".join([
-        f"python benchmarks/irt_bayes_coreset.py --method {args.method}",
-        *(f"--options {o}" for o in args.options),
-        f"--n-source {args.n_source} --seeds {args.seeds} --datasets {args.datasets}",
-        f"--n-jobs {args.n_jobs} --out {args.out}",
-        *([f"--compare {args.compare}"] if args.compare != ",".join(COMPARED) else []),
-        *([f"--reference '{args.reference}'"] if args.reference != "gp-irt" else [])])
     common = (f"--n-source {args.n_source} --seeds {args.seeds} --datasets {args.datasets} "
               f"--n-jobs {args.n_jobs}")
+    command = " ".join([
+        f"python benchmarks/irt_bayes_coreset.py --method {args.method}",
+        *(f"--options {o}" for o in args.options), common, f"--out {args.out}",
+        *([f"--compare {args.compare}"] if args.compare != ",".join(COMPARED) else []),
+        *([f"--reference '{args.reference}'"] if args.reference != "gp-irt" else [])])
     run_lines = ", ".join(
         f"`python benchmarks/irt_bayes_coreset.py --method {method} "
         + " ".join(f"--options {o}" for o in opts) + f" {common}`"
