@@ -79,7 +79,7 @@ def run_one(name: str, seed: int, configs: list[str], data_dir: str, n_source: i
         ppc = getattr(predictor, "ppc_", None)
         if ppc is not None:
             row["ppc_outside_share"] = float(ppc.outside_share)
-        row["misfit_warning"] = any("fits the source models worse" in str(w.message)
+        row["misfit_warning"] = any("worse than a ridge regression" in str(w.message)
                                     for w in caught)
         rows.append(row)
         print(json.dumps(row), flush=True)

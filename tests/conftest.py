@@ -16,6 +16,25 @@ os.environ.setdefault("COREVAL_PROGRESS", "0")
 os.environ.setdefault("COREVAL_JAX_CACHE", "off")
 
 
+def signed_2pl_matrix(n_models: int, n_items: int, *, neg_share: float, seed: int):
+    """Binary 2PL responses; a ``neg_share`` of the items discriminate negatively.
+
+    Items that stronger models get wrong more often (label noise, adversarial items): the
+    misfit that a positive-discrimination IRT model cannot represent.
+    """
+    from scipy.special import expit
+
+    from coreval.data.matrix import ScoreMatrix
+
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=n_models)
+    a = np.exp(rng.normal(0.3, 0.3, size=n_items))
+    a[rng.random(n_items) < neg_share] *= -1.0
+    d = rng.normal(0.0, 1.0, size=n_items)
+    y = (rng.random((n_models, n_items)) < expit(np.outer(theta, a) + d)).astype(float)
+    return ScoreMatrix(y)
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The ../shared folder (data + anchors); skip when it is not present."""

@@ -184,3 +184,18 @@ def test_predict_judges_the_interval_on_the_source_score_range(tmp_path, rng):
     span = fitted.score_range[1] - fitted.score_range[0]
     assert (out["upper"] - out["lower"]) < 0.5 * span
     assert "vacuous" not in res.output
+
+
+def test_cli_predict_reports_the_irt_model_check(tmp_path, wide_csv, small_matrix):
+    fitted = coreval.select(small_matrix, "metabench", budget=12, seed=0)
+    new = tmp_path / "new.csv"
+    pd.DataFrame({"item": fitted.coreset.items,
+                  "score": small_matrix.values[5, fitted.coreset.indices]}).to_csv(new,
+                                                                                   index=False)
+    res = runner.invoke(app, ["predict", str(wide_csv), str(new), "--method", "metabench",
+                              "--budget", "12"])
+    assert res.exit_code == 0, res.output
+    check = json.loads(res.stdout)["model_check"]
+    assert check == json.loads(json.dumps(fitted.model_check.summary()))
+    assert check["model"] == "2PL, 1 dimension" and 0.0 <= check["ppc_pvalue"] <= 1.0
+    assert check["cv_rmse"] > 0 and check["ridge_rmse"] > 0

@@ -7,26 +7,17 @@ import warnings
 import numpy as np
 from scipy.special import expit
 
+from conftest import signed_2pl_matrix
 from coreval.data.matrix import ScoreMatrix
+from coreval.irt.criticism import PosteriorPredictiveCheck, item_total_correlation
 from coreval.methods import get_method
 from coreval.pipeline import fit_method
-from coreval.prediction.irt_bayes import (
-    PosteriorPredictiveCheck,
-    item_total_correlation,
-    ridge_loo_errors,
-)
+from coreval.regression.ridge_loo import RIDGE_ALPHAS, ridge_fit_predict
 
 FAST = {"num_steps": 600}
 
 
-def _matrix(n_models: int, n_items: int, *, neg_share: float, seed: int) -> ScoreMatrix:
-    rng = np.random.default_rng(seed)
-    theta = rng.normal(size=n_models)
-    a = np.exp(rng.normal(0.3, 0.3, size=n_items))
-    a[rng.random(n_items) < neg_share] *= -1.0
-    d = rng.normal(0.0, 1.0, size=n_items)
-    y = (rng.random((n_models, n_items)) < expit(np.outer(theta, a) + d)).astype(float)
-    return ScoreMatrix(y)
+_matrix = signed_2pl_matrix
 
 
 def _fit(matrix: ScoreMatrix, k: int, **options):
@@ -34,7 +25,7 @@ def _fit(matrix: ScoreMatrix, k: int, **options):
         warnings.simplefilter("always")
         fm = fit_method(get_method("irt-bayes"), matrix, k, seed=0, **FAST, **options)
     misfit = [w for w in caught if issubclass(w.category, UserWarning)
-              and "fits the source models worse than a ridge" in str(w.message)]
+              and "worse than a ridge regression" in str(w.message)]
     return fm.predictor, misfit
 
 
@@ -54,13 +45,22 @@ def test_item_total_correlation_matches_corrcoef_and_skips_nan() -> None:
     assert np.isnan(item_total_correlation(y)[0])
 
 
-def test_ridge_loo_errors_are_leave_one_out() -> None:
+def test_ridge_fit_predict_matches_sklearn_and_skips_missing_rows() -> None:
+    from sklearn.linear_model import RidgeCV
+
     rng = np.random.default_rng(1)
     x = rng.normal(size=(25, 4))
     y = x @ np.array([1.0, -0.5, 0.2, 0.0]) + 0.1 * rng.normal(size=25)
-    err = ridge_loo_errors(x, y)
-    assert err.shape == (25,) and np.all(err >= 0)
-    assert np.sqrt(np.mean(err ** 2)) < 0.2
+    x_new = rng.normal(size=(5, 4))
+    expected = RidgeCV(alphas=RIDGE_ALPHAS).fit(x, y).predict(x_new)
+    np.testing.assert_allclose(ridge_fit_predict(x, y, x_new), expected)
+    x_nan, x_new_nan = x.copy(), x_new.copy()
+    x_nan[0, 1] = np.nan
+    x_new_nan[2, 0] = np.nan
+    pred = ridge_fit_predict(x_nan, y, x_new_nan)
+    np.testing.assert_allclose(pred[[0, 1, 3, 4]], RidgeCV(alphas=RIDGE_ALPHAS).fit(
+        x[1:], y[1:]).predict(x_new[[0, 1, 3, 4]]))
+    assert np.isnan(pred[2])
 
 
 def test_clean_2pl_passes_the_check_without_warning() -> None:
@@ -82,7 +82,8 @@ def test_negative_items_under_positive_prior_warn_and_fail_the_check() -> None:
     predictor, misfit = _fit(matrix, 20, priors="hierarchical", choose_dims=False)
     assert len(misfit) == 1
     message = str(misfit[0].message)
-    assert f"{100 * predictor.irt_cv_rmse_:.2f} pp" in message
+    # the warning compares the method's out-of-fold errors (blend included) with the ridge's
+    assert f"{100 * predictor.cv_rmse_:.2f} pp" in message
     assert f"{100 * predictor.ridge_cv_rmse_:.2f} pp" in message
     assert predictor.irt_cv_rmse_ > predictor.ridge_cv_rmse_
     assert predictor.ppc_.pvalue < 0.05
@@ -175,7 +176,7 @@ def test_check_is_not_biased_by_items_constant_in_a_replicate():
     although easy items are often constant (no correlation) in a replicate of 15 models."""
     from types import SimpleNamespace
 
-    from coreval.prediction.irt_bayes import IRTBayesPredictor
+    from coreval.irt.criticism import posterior_predictive_check
 
     rng = np.random.default_rng(0)
     n_models, n_items, n_draws = 15, 40, 100
@@ -185,14 +186,13 @@ def test_check_is_not_biased_by_items_constant_in_a_replicate():
     draws = {"a": np.broadcast_to(a[None, :, None], (n_draws, n_items, 1)).copy(),
              "d": np.broadcast_to(d[None], (n_draws, n_items)).copy()}
     theta_draws = np.broadcast_to(theta[None, None, :, None], (1, n_draws, n_models, 1))
-    fit = SimpleNamespace(idata=SimpleNamespace(posterior={
+    fit = SimpleNamespace(link="2pl", idata=SimpleNamespace(posterior={
         "theta": SimpleNamespace(values=theta_draws.copy())}), item_draws=lambda: draws)
     p_true = expit(theta[:, None] * a + d)
     pvalues, easy = [], []
     for rep in range(100):
         y = (rng.random(p_true.shape) < p_true).astype(float)
-        check = IRTBayesPredictor._posterior_predictive_check(
-            SimpleNamespace(irt_fit_=fit, seed=rep), ScoreMatrix(y))
+        check = posterior_predictive_check(fit, y, seed=rep)
         pvalues.append(check.pvalue)
         easy.append(check.item_pvalues[:20])
     assert 0.4 < np.mean(pvalues) < 0.6  # 0.30 when constant items counted as zero / below

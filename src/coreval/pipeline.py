@@ -98,9 +98,12 @@ from coreval.base import (
 )
 from coreval.base.checks import check_positive_int, check_seed
 from coreval.base.conformal import split_conformal_interval
+from coreval.base.crossval import worse_by_one_se
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import TooFewModelsError, ValidationError, preview
 from coreval.methods.registry import Component, Method
+from coreval.model_check import ModelCheck, check_model
+from coreval.regression.ridge_loo import ridge_baseline
 from coreval.selection.random import RandomSelector
 
 Calibration = Literal["auto", "native", "cv"]
@@ -177,6 +180,12 @@ class FittedMethod:
     score_range : (float, float) or None
         The range a full score of the source can take (:meth:`ScoreMatrix.score_range`),
         against which an interval's width is judged; ``None`` where unknown.
+    model_check : ModelCheck or None
+        Criticism of the IRT fit behind the predictions, for the methods that predict
+        through one (p-irt, gp-irt, metabench, irt-bayes): a posterior predictive check on
+        the source models and the out-of-fold RMSE against a ridge regression fitted on
+        the same folds with the same coresets (:func:`coreval.model_check.check_model`);
+        None for the other methods.
     """
 
     method: Method
@@ -195,6 +204,7 @@ class FittedMethod:
     selection: Literal["method", "random"] = "method"
     selection_rmse: dict[str, float] | None = None
     score_range: tuple[float, float] | None = None
+    model_check: ModelCheck | None = None
 
     def responses_from(self, responses: Mapping[str, float] | pd.Series | np.ndarray) -> np.ndarray:
         """Align a new model's responses (by item id, or an array in coreset order) to the coreset."""
@@ -396,16 +406,20 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
             method, options, first = chosen
             selector, predictor, refit, select_seconds = _fit_once(method, source, k, seed,
                                                                    cache, options)
-    residuals = None
+    residuals = ridge_residuals = None
     requested = calibration
     calibration = resolve_calibration(calibration, method, selector, predictor)
     if calibration == "cv":
         try:
-            residuals = np.stack([
-                np.abs(first.residuals if r == 0 and first is not None else
-                       out_of_fold(source, refit, folds=folds, seed=fold_seed,
-                                   desc=f"{method.name} CV {r + 1}/{repeats}").residuals)
-                for r, fold_seed in enumerate(fold_seeds)])
+            # the IRT methods' folds also fit the ridge they are compared with (model_check)
+            baseline = ridge_baseline if getattr(predictor, "irt_fit_", None) is not None else None
+            oofs = [first if r == 0 and first is not None else
+                    out_of_fold(source, refit, folds=folds, seed=fold_seed, baseline=baseline,
+                                desc=f"{method.name} CV {r + 1}/{repeats}")
+                    for r, fold_seed in enumerate(fold_seeds)]
+            residuals = np.stack([np.abs(o.residuals) for o in oofs])
+            if all(o.baseline is not None for o in oofs):
+                ridge_residuals = np.stack([o.truth - o.baseline for o in oofs])
         except ValidationError as err:
             if requested == "cv":
                 raise
@@ -416,6 +430,7 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
                           "predictor's own, which ignore that the selection saw the source "
                           "scores", UserWarning, stacklevel=2)
             calibration = "native"
+    check = check_model(method.name, predictor, source, residuals, ridge_residuals, seed=seed)
     total = cache.clock() - t0
     return FittedMethod(method, selector, predictor, selector.coreset_,
                         seconds={"select": select_seconds, "fit": total - select_seconds}, calibration=calibration,
@@ -423,7 +438,7 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
                         source_items=np.asarray(source.items).astype(str),
                         n_source=source.n_models, seed=seed, options=dict(options),
                         budget=float(k), selection=used, selection_rmse=scores,
-                        score_range=source.score_range())
+                        score_range=source.score_range(), model_check=check)
 
 
 def _fit_once(method: Method, source: ScoreMatrix, k: int, seed: int, cache: FitCache,
@@ -471,17 +486,12 @@ def _fit_pipeline(method: Method, source: ScoreMatrix, k: int, seed: int, cache:
 def random_is_better(own_squared: np.ndarray, random_squared: np.ndarray) -> bool:
     """The one-standard-error rule for ``selection="auto"``.
 
-    With ``d_m = e²_own,m − e²_random,m`` the paired difference of the two pipelines'
-    squared out-of-fold errors on source model ``m``, the random coreset replaces the
-    method's only when ``mean(d) > sd(d) / √n``: it must be better by more than one
-    standard error of the difference (Breiman et al. 1984, §3.4.3; Hastie, Tibshirani
-    & Friedman 2009, §7.10). The method's selector is the user's choice, and with a
-    few dozen source models a difference within one standard error is noise.
+    The random coreset replaces the method's only when the method's squared out-of-fold
+    errors are worse by more than one standard error of the paired difference
+    (:func:`coreval.base.crossval.worse_by_one_se`): the method's selector is the
+    user's choice, and with a few dozen source models a smaller difference is noise.
     """
-    d = np.asarray(own_squared, dtype=float) - np.asarray(random_squared, dtype=float)
-    if d.size < 2:
-        return False
-    return bool(d.mean() > d.std(ddof=1) / np.sqrt(d.size))
+    return worse_by_one_se(own_squared, random_squared)
 
 
 def _check_selection(method: Method, source: ScoreMatrix, k: int, seed: int,

@@ -53,7 +53,7 @@ __all__ = ["ALLOWED_PACKAGES", "check_selection_folder", "is_saved_selection",
            "load_selection", "read_manifest", "save_selection"]
 
 FORMAT = "coreval-selection"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 MANIFEST = "selection.json"
 ARRAYS = "arrays.npz"
 #: Top-level packages whose classes a saved selection may name.
@@ -68,7 +68,7 @@ _MANIFEST_KEYS = frozenset({
     "format", "format_version", "coreval_version", "method", "options", "seed", "budget",
     "k", "calibration", "clip01", "n_source", "source_items", "cv_residuals", "seconds",
     "provenance", "coreset", "selector", "predictor", "selection", "selection_rmse",
-    "score_range"})
+    "score_range", "model_check"})
 
 
 # ---------------------------------------------------------------- encoding
@@ -311,6 +311,7 @@ def save_selection(fitted: FittedMethod, path: str | os.PathLike, *,
             "coreset": writer.encode(fitted.coreset, "coreset"),
             "selector": writer.estimator(fitted.selector, f"{name} selector", state=False),
             "predictor": writer.encode(fitted.predictor, f"{name} predictor"),
+            "model_check": writer.encode(fitted.model_check, "model_check"),
         }
         with open(tmp / ARRAYS, "wb") as handle:
             np.savez(handle, **writer.arrays)
@@ -401,6 +402,7 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
         predictor = reader.decode(manifest["predictor"])
         coreset = reader.decode(manifest["coreset"])
         cv_residuals = reader.decode(manifest["cv_residuals"])
+        model_check = reader.decode(manifest["model_check"])
         source_items = reader.decode(manifest["source_items"])
     except (KeyError, TypeError, AttributeError) as exc:  # a hand-edited or damaged file
         raise ValidationError(f"{path / MANIFEST} is damaged ({type(exc).__name__}: {exc}); "
@@ -427,5 +429,6 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
                           selection=manifest["selection"],
                           selection_rmse=manifest["selection_rmse"],
                           score_range=(None if manifest["score_range"] is None else
-                                       tuple(map(float, manifest["score_range"]))))
+                                       tuple(map(float, manifest["score_range"]))),
+                          model_check=model_check)
     return fitted

@@ -47,6 +47,10 @@ class OutOfFold:
     collected : ndarray or None
         What ``collect(predictor, x)`` returned for each row (``out_of_fold(collect=...)``),
         e.g. the predictions of a stack's components, shape ``(len(rows), ...)``.
+    baseline : ndarray or None
+        The predictions of ``baseline(sub, coreset, x)`` for each row
+        (``out_of_fold(baseline=...)``): another predictor fitted on the same fold's
+        models and coreset, e.g. the ridge that the IRT methods are compared with.
     """
 
     rows: np.ndarray
@@ -57,6 +61,7 @@ class OutOfFold:
     variance: np.ndarray | None
     fold: np.ndarray
     collected: np.ndarray | None = None
+    baseline: np.ndarray | None = None
 
     @property
     def residuals(self) -> np.ndarray:
@@ -79,7 +84,9 @@ def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], 
                 folds: int, seed: int, rows: np.ndarray | None = None,
                 complete_only: bool = False, params: dict[str, Any] | None = None,
                 show_progress: bool | None = None, desc: str = "out-of-fold",
-                collect: Callable[[Any, np.ndarray], np.ndarray] | None = None) -> OutOfFold:
+                collect: Callable[[Any, np.ndarray], np.ndarray] | None = None,
+                baseline: Callable[[ScoreMatrix, Coreset, np.ndarray], np.ndarray] | None = None,
+                ) -> OutOfFold:
     """Predict ``rows`` of ``source`` out of fold with ``refit``.
 
     Parameters
@@ -105,6 +112,11 @@ def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], 
         ``collect(fold_predictor, x) -> array`` with one row per held-out model,
         called beside ``predict``; its rows are returned in ``OutOfFold.collected``
         (the stacking predictor collects its components' predictions this way).
+    baseline : callable, optional
+        ``baseline(sub, coreset, x) -> predictions``: another predictor fitted on the
+        fold's models ``sub`` and its coreset, predicting the held-out rows from the same
+        responses ``x``; returned in ``OutOfFold.baseline``. A comparison with it is
+        fair to a method that re-selects its coreset per fold.
 
     Returns
     -------
@@ -119,7 +131,8 @@ def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], 
             f"models and folds={folds}")
     truth = source.summary_scores()
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("rows", "mean", "lower", "upper",
-                                                          "var", "fold", "collected")}
+                                                          "var", "fold", "collected",
+                                                          "baseline")}
     has_draws = True
     splits = KFold(n_folds, shuffle=True, random_state=seed).split(rows)
     for f, (_, held_pos) in enumerate(progress(splits, desc=desc, total=n_folds,
@@ -141,6 +154,8 @@ def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], 
         parts["fold"].append(np.full(len(held), f))
         if collect is not None:
             parts["collected"].append(np.asarray(collect(predictor, x), dtype=float))
+        if baseline is not None:
+            parts["baseline"].append(np.asarray(baseline(sub, coreset, x), dtype=float))
         if pred.draws is None:
             has_draws = False
         else:
@@ -156,4 +171,20 @@ def out_of_fold(source: ScoreMatrix, refit: Callable[..., tuple[Coreset, Any]], 
     return OutOfFold(rows=cat["rows"], truth=truth[cat["rows"]], mean=cat["mean"],
                      lower=cat["lower"], upper=cat["upper"],
                      variance=cat.get("var") if has_draws else None, fold=cat["fold"],
-                     collected=cat.get("collected"))
+                     collected=cat.get("collected"), baseline=cat.get("baseline"))
+
+
+def worse_by_one_se(own_squared: np.ndarray, other_squared: np.ndarray) -> bool:
+    """The one-standard-error rule: are the ``own`` out-of-fold errors worse than ``other``'s?
+
+    With ``d_m = e²_own,m − e²_other,m`` the paired difference of two predictors'
+    squared out-of-fold errors on source model ``m``, ``own`` is worse only when
+    ``mean(d) > sd(d) / √n``: by more than one standard error of the difference
+    (Breiman et al. 1984, §3.4.3; Hastie, Tibshirani & Friedman 2009, §7.10). With a few
+    dozen source models a difference within one standard error is noise. Fewer than two
+    models: no evidence (False).
+    """
+    d = np.asarray(own_squared, dtype=float) - np.asarray(other_squared, dtype=float)
+    if d.size < 2:
+        return False
+    return bool(d.mean() > d.std(ddof=1) / np.sqrt(d.size))

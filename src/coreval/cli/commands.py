@@ -363,6 +363,10 @@ def predict_cmd(
     # benchmarks on native scales have no common score range: only the source count is checked
     lower, upper = (result["lower"], result["upper"]) if "score" in result else (0.0, 0.0)
     caveats = small_data_caveats(fitted.n_source, lower, upper, fitted.score_range or (0.0, 0.0))
+    if fitted.model_check is not None:  # the IRT methods' criticism on the source models
+        result["model_check"] = fitted.model_check.summary()
+        caveats += [note.removeprefix("**caution**: ") for note in fitted.model_check.notes()
+                    if note.startswith("**caution**")]
     for caveat in caveats:
         typer.echo(f"note: {caveat}", err=True)
     if caveats:

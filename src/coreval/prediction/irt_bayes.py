@@ -33,9 +33,7 @@ predictive simulation).
 
 from __future__ import annotations
 
-import warnings
 import zlib
-from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import expit
@@ -45,6 +43,7 @@ from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.base.conformal import conformal_inflation
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
+from coreval.irt.criticism import posterior_predictive_check
 from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.logistic import (
     LOGIT_CLIP,
@@ -60,103 +59,12 @@ from coreval.irt.source_fit import (
     fit_source_irt,
     resolve_irt_model,
 )
+from coreval.regression.ridge_loo import ridge_baseline
 
 #: Accepted values of ``IRTBayesPredictor(misfit=...)``.
 MISFIT_MODES: tuple[str, ...] = ("cv", "in-sample", "none")
 #: Accepted values of ``IRTBayesPredictor(blend=...)``.
 BLENDS: tuple[str, ...] = ("cv", "none")
-
-#: Replicated source matrices of the posterior predictive check (at most).
-PPC_REPLICATES = 100
-#: Nominal level of the per-item posterior predictive ranges of the check.
-PPC_LEVEL = 0.9
-#: Ridge penalties of the baseline that the out-of-fold IRT error is compared with.
-RIDGE_ALPHAS = np.logspace(-3, 4, 15)
-
-
-@dataclass(frozen=True)
-class PosteriorPredictiveCheck:
-    """A posterior predictive check of an IRT fit on its source models.
-
-    The discrepancy is the per-item point-biserial correlation ``r_i(y)`` of item
-    ``i`` with the models' total (mean) score. From ``R`` replicated matrices
-    ``y_rep ~ p(y_rep | θ, a, d)`` (one posterior draw of the abilities and item
-    parameters each, Gelman, Meng & Stern 1996; Gelman et al. 2013, *Bayesian Data
-    Analysis*, 3rd ed., section 6.3; Sinharay, Johnson & Stern 2006, "Posterior
-    predictive assessment of item response theory models", *Applied Psychological
-    Measurement* 30(4), on discrepancies for IRT models) the check reports the
-    following.
-
-    Attributes
-    ----------
-    pvalue : float
-        Bayesian p-value ``P(T(y_rep) >= T(y))`` of the summed discrepancy
-        ``T(y) = Σ_i (r_i(y) - m_i)² / v_i`` (``m_i``, ``v_i``: the replicates'
-        mean and variance of ``r_i``). Near 0: the model cannot reproduce the
-        observed item-total correlations.
-    outside_share : float
-        Share of items whose observed ``r_i`` lies outside the central
-        ``level`` range of its replicates (about ``1 - level`` for a model that fits).
-    item_pvalues : ndarray (n_items,)
-        Per-item ``P(r_i(y_rep) >= r_i(y))`` (NaN for an item without variance).
-    negative_share : float
-        Share of items with ``r_i(y) < 0`` in the observed matrix.
-    level : float
-        Level of the per-item ranges.
-    replicates : int
-        ``R``.
-    """
-
-    pvalue: float
-    outside_share: float
-    item_pvalues: np.ndarray
-    negative_share: float
-    level: float
-    replicates: int
-
-
-def item_total_correlation(y: np.ndarray) -> np.ndarray:
-    """Point-biserial correlation of each item with the models' mean score.
-
-    Parameters
-    ----------
-    y : ndarray, shape (..., n_models, n_items)
-        Scores; NaN = not observed (left out of the model's mean and of the item's
-        correlation).
-
-    Returns
-    -------
-    ndarray, shape (..., n_items)
-        Pearson correlation over the models that answered the item; NaN where the
-        item or the totals have no variance.
-    """
-    obs = ~np.isnan(y)
-    y0 = np.where(obs, y, 0.0)
-    total = y0.sum(axis=-1, keepdims=True) / np.maximum(obs.sum(axis=-1, keepdims=True), 1)
-    n = np.maximum(obs.sum(axis=-2), 1)                                   # (..., n_items)
-    mx = y0.sum(axis=-2) / n
-    mt = (obs * total).sum(axis=-2) / n
-    dx = np.where(obs, y0 - mx[..., None, :], 0.0)
-    dt = np.where(obs, total - mt[..., None, :], 0.0)
-    cov = (dx * dt).sum(axis=-2)
-    var = (dx ** 2).sum(axis=-2) * (dt ** 2).sum(axis=-2)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(var > 1e-12, cov / np.sqrt(np.where(var > 1e-12, var, 1.0)), np.nan)
-
-
-def ridge_loo_errors(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Leave-one-out errors of :class:`sklearn.linear_model.RidgeCV` (``y`` on ``x``).
-
-    The penalty is chosen from :data:`RIDGE_ALPHAS` by the closed-form leave-one-out
-    error (generalised cross-validation, Golub, Heath & Wahba 1979), and the errors
-    returned are those at the chosen penalty, so they are slightly optimistic.
-    """
-    from sklearn.linear_model import RidgeCV
-
-    model = RidgeCV(alphas=RIDGE_ALPHAS, store_cv_results=True).fit(x, y)
-    column = int(np.flatnonzero(np.isclose(RIDGE_ALPHAS, model.alpha_))[0])
-    return np.sqrt(np.asarray(model.cv_results_)[:, column])
-
 
 #: Candidate values of the blend's prior variance ``τ_U²`` (fractions²): none, a grid from
 #: (0.1 pp)² to (30 pp)², and ``inf`` (the coreset mean alone).
@@ -301,8 +209,9 @@ class IRTBayesPredictor(Predictor):
     seed : int
         Seed of the ability draws and of the Bernoulli noise.
     check : bool
-        Criticise the fit at fit time (attributes ``ppc_``, ``ridge_cv_rmse_``
-        and the misfit warning below).
+        Criticise the fit at fit time (attributes ``ppc_`` and ``ridge_cv_rmse_``;
+        :func:`coreval.pipeline.fit_method` reports them, with its warning, as
+        :attr:`coreval.pipeline.FittedMethod.model_check`).
     choose_dims : bool
         With a 1-D logistic ``irt`` and ``misfit="cv"``, also fit the same spec
         with ``dims=2`` and keep the one whose out-of-fold RMSE on the source
@@ -343,17 +252,18 @@ class IRTBayesPredictor(Predictor):
     oof_rows_, oof_residuals_ : ndarray or None
         The source rows behind ``cv_rmse_`` and their residuals ``y − ŷ``
         (:meth:`out_of_fold_residuals`).
-    ridge_cv_rmse_ : float or None
-        Leave-one-out RMSE of a ridge regression of the same source models' full
-        scores on their coreset responses (:func:`ridge_loo_errors`), for the same
-        models as ``cv_rmse_``. When ``irt_cv_rmse_`` exceeds it the fit warns
-        (``UserWarning``): the IRT model then predicts the benchmark worse than a
-        linear map of the coreset answers (random++'s predictor), a sign that the
-        data are not the unidimensional IRT data the model assumes (e.g. items that
-        correlate negatively with the total, or a second factor such as a
-        classifier's label bias). The ridge errors keep the coreset fixed while
-        the IRT folds re-select it, and the penalty is chosen on the same errors,
-        so the comparison favours the ridge slightly.
+    ridge_cv_rmse_, ridge_oof_residuals_ : float, ndarray or None
+        Out-of-fold RMSE and residuals of a ridge regression of the full scores on
+        the coreset answers, fitted on the same misfit folds with each fold's coreset
+        (:func:`coreval.regression.ridge_loo.ridge_baseline`), for the same models as
+        ``cv_rmse_``. :func:`coreval.model_check.check_model` warns
+        (``UserWarning``) when the method's out-of-fold errors (``oof_residuals_``,
+        the blend included) are worse than the ridge's by more than one standard
+        error: it then predicts the benchmark worse than a linear map of the coreset
+        answers (random++'s predictor), a sign that the data are not the
+        unidimensional IRT data the model assumes (e.g. items that correlate
+        negatively with the total, or a second factor such as a classifier's label
+        bias).
 
     Notes
     -----
@@ -406,17 +316,8 @@ class IRTBayesPredictor(Predictor):
         if self.blend not in BLENDS:
             raise ValidationError(f"blend must be one of {BLENDS}, got {self.blend!r}")
         self._fit_candidates(source, mode)
-        self.ppc_ = (self._posterior_predictive_check(source)
+        self.ppc_ = (posterior_predictive_check(self.irt_fit_, source.values, seed=self.seed)
                      if self.check and self.logistic_ else None)
-        if self.ridge_cv_rmse_ is not None and self.irt_cv_rmse_ > self.ridge_cv_rmse_:
-            warnings.warn(
-                f"irt-bayes: the {self.irt_spec_.model!r} IRT model (dims="
-                f"{self.irt_spec_.dims}, priors={self.irt_spec_.priors!r}) fits the source "
-                f"models worse than a ridge regression on the same coreset (out-of-fold RMSE "
-                f"{100 * self.irt_cv_rmse_:.2f} pp vs {100 * self.ridge_cv_rmse_:.2f} pp; "
-                f"{100 * self.cv_rmse_:.2f} pp after the coreset-mean blend); its "
-                "predictions and intervals rest on a model the data contradict (see ppc_), "
-                "consider random++", UserWarning, stacklevel=3)
 
     def _candidates(self, source: ScoreMatrix, mode: str) -> list[IRTFitSpec]:
         """The IRT specs to choose from, in order of preference (ties keep the earlier).
@@ -661,7 +562,7 @@ class IRTBayesPredictor(Predictor):
         ok = np.flatnonzero(~np.isnan(x).any(axis=1))
         self.tau_ = self.blend_tau2_ = 0.0
         self.cv_rmse_ = self.irt_cv_rmse_ = self.ridge_cv_rmse_ = None
-        self.oof_rows_ = self.oof_residuals_ = None
+        self.oof_rows_ = self.oof_residuals_ = self.ridge_oof_residuals_ = None
         if mode == "none" or len(ok) < 2:
             return
         truth = source.summary_scores()
@@ -679,65 +580,10 @@ class IRTBayesPredictor(Predictor):
                 self.oof_rows_, self.oof_residuals_ = rows, resid
                 self.irt_cv_rmse_ = irt_rmse
                 self.cv_rmse_ = float(np.sqrt(np.mean(resid2)))
-                if self.check:
-                    ridge = ridge_loo_errors(x[rows], truth[rows])
-                    self.ridge_cv_rmse_ = float(np.sqrt(np.mean(ridge ** 2)))
+                if oof.baseline is not None:
+                    self.ridge_oof_residuals_ = truth[rows] - oof.baseline
+                    self.ridge_cv_rmse_ = float(np.sqrt(np.mean(self.ridge_oof_residuals_ ** 2)))
         self.tau_ = float(np.sqrt(conformal_inflation(resid2, var, self.level)))
-
-    def _posterior_predictive_check(self, source: ScoreMatrix
-                                    ) -> PosteriorPredictiveCheck | None:
-        """Replicate the source matrix from the posterior; compare item-total correlations.
-
-        None when the fit stores no ability draws of the source models.
-        """
-        fit = self.irt_fit_
-        if "theta" not in fit.idata.posterior:
-            return None
-        theta = np.asarray(fit.idata.posterior["theta"].values, dtype=float)
-        theta = theta.reshape((-1, *theta.shape[2:]))                  # (S, n_models, D)
-        items = {name: np.asarray(v, dtype=float) for name, v in fit.item_draws().items()}
-        n_rep = min(PPC_REPLICATES, theta.shape[0], items["d"].shape[0])
-        rng = np.random.default_rng([int(self.seed), 1])
-        pick_t = rng.choice(theta.shape[0], size=n_rep, replace=False)
-        pick_i = (pick_t if items["d"].shape[0] == theta.shape[0]
-                  else rng.choice(items["d"].shape[0], size=n_rep, replace=False))
-        a = items["a"] if "a" in items else np.ones((*items["d"].shape, 1))
-        a = a[:, :, None] if a.ndim == 2 else a
-        z = np.einsum("rmd,rid->rmi", theta[pick_t], a[pick_i]) + items["d"][pick_i][:, None]
-        p = expit(np.clip(z, -LOGIT_CLIP, LOGIT_CLIP))
-        if "c" in items:
-            c = items["c"][pick_i][:, None]
-            p = c + (1.0 - c) * p
-        observed = np.asarray(source.values, dtype=float)
-        y_rep = (rng.random(p.shape) < p).astype(float)
-        y_rep[:, np.isnan(observed)] = np.nan
-        r_obs = item_total_correlation(observed)                       # (n_items,)
-        r_rep = item_total_correlation(y_rep)                          # (R, n_items)
-        alpha = (1.0 - PPC_LEVEL) / 2.0
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # items constant in every replicate
-            lo, hi = np.nanquantile(r_rep, [alpha, 1.0 - alpha], axis=0)
-            m, v = np.nanmean(r_rep, axis=0), np.nanvar(r_rep, axis=0)
-        usable = np.isfinite(r_obs) & np.isfinite(m)
-        v = np.maximum(v, 1e-6)
-        # An item constant in a replicate has no correlation there: each replicate's
-        # discrepancy and the observed one are summed over the same items (those defined in
-        # that replicate), and an item's p-value counts only the replicates it is defined in.
-        defined = np.isfinite(r_rep) & usable                          # (R, n_items)
-        dev_obs = np.where(usable, (np.where(usable, r_obs, 0.0) - m) ** 2 / v, 0.0)
-        dev_rep = np.where(defined, (np.where(defined, r_rep, 0.0) - m) ** 2 / v, 0.0)
-        t_obs = (defined * dev_obs).sum(axis=1)
-        t_rep = dev_rep.sum(axis=1)
-        finite = np.isfinite(r_rep)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            hits = (finite & (np.where(finite, r_rep, 0.0) >= r_obs)).sum(axis=0)
-            item_p = np.where(np.isfinite(r_obs), hits / finite.sum(axis=0), np.nan)
-        outside = (r_obs[usable] < lo[usable]) | (r_obs[usable] > hi[usable])
-        return PosteriorPredictiveCheck(
-            pvalue=float(np.mean(t_rep >= t_obs)),
-            outside_share=float(outside.mean()) if usable.any() else float("nan"),
-            item_pvalues=item_p, negative_share=float(np.mean(r_obs[np.isfinite(r_obs)] < 0)),
-            level=PPC_LEVEL, replicates=int(n_rep))
 
     def _out_of_fold(self, source: ScoreMatrix, ok: np.ndarray
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -757,7 +603,8 @@ class IRTBayesPredictor(Predictor):
         oof = out_of_fold(source, self.refit_, folds=int(self.misfit_folds), seed=self.seed,
                           rows=ok, complete_only=True, params=params,
                           show_progress=self.show_progress, desc="irt-bayes misfit folds",
-                          collect=lambda fold_predictor, x: fold_predictor.blend_parts(x))
+                          collect=lambda fold_predictor, x: fold_predictor.blend_parts(x),
+                          baseline=ridge_baseline if self.check else None)
         if len(oof.rows) == 0:
             return np.zeros(1), np.zeros(1), np.zeros(0, dtype=np.intp), oof
         return oof.residuals, oof.variance, np.asarray(oof.rows), oof

@@ -126,3 +126,54 @@ def kernel_ridge_loo_batch(x_train: np.ndarray, y_train: np.ndarray, x_eval: np.
     a = dual[np.arange(len(best)), best]                           # (B, m)
     k_eval = (gamma * (x_eval @ x_train.transpose(0, 2, 1)) + coef0) ** degree
     return np.einsum("bei,bi->be", k_eval, a), chosen
+
+
+#: Ridge penalties of the baseline that the IRT methods are compared with
+#: (:func:`ridge_fit_predict`).
+RIDGE_ALPHAS = np.logspace(-3, 4, 15)
+
+
+def ridge_fit_predict(x: np.ndarray, y: np.ndarray, x_new: np.ndarray) -> np.ndarray:
+    """Fit :class:`sklearn.linear_model.RidgeCV` of ``y`` on ``x`` and predict ``x_new``.
+
+    The baseline of the IRT methods' model criticism (:mod:`coreval.model_check`): a
+    linear map of the coreset answers, random++'s predictor. The penalty is chosen from
+    :data:`RIDGE_ALPHAS` by the closed-form leave-one-out error (generalised
+    cross-validation, Golub, Heath & Wahba 1979). Rows of ``x`` with a missing answer
+    are left out of the fit; a row of ``x_new`` with one is predicted as NaN.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n_models, k)
+        Coreset answers of the training models.
+    y : ndarray, shape (n_models,)
+        Their full scores.
+    x_new : ndarray, shape (n_new, k)
+        Coreset answers of the models to predict.
+
+    Returns
+    -------
+    ndarray, shape (n_new,)
+    """
+    from sklearn.linear_model import RidgeCV
+
+    x, y, x_new = (np.asarray(v, dtype=float) for v in (x, y, x_new))
+    keep = ~np.isnan(x).any(axis=1)
+    out = np.full(x_new.shape[0], np.nan)
+    if keep.sum() < 2:
+        return out
+    model = RidgeCV(alphas=RIDGE_ALPHAS).fit(x[keep], y[keep])
+    ok = ~np.isnan(x_new).any(axis=1)
+    if ok.any():
+        out[ok] = model.predict(x_new[ok])
+    return out
+
+
+def ridge_baseline(sub: ScoreMatrix, coreset, x: np.ndarray) -> np.ndarray:
+    """:func:`ridge_fit_predict` on a fold: ``sub``'s full scores on its ``coreset`` answers.
+
+    The ``baseline`` of :func:`coreval.base.out_of_fold`: fitted on the fold's models
+    with the fold's coreset, it predicts the held-out models from the same answers ``x``
+    that the method predicts them from.
+    """
+    return ridge_fit_predict(sub.values[:, coreset.indices], sub.summary_scores(), x)

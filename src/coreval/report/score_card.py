@@ -351,6 +351,8 @@ def score_card(source: ScoreMatrix, responses: Mapping[str, float] | pd.Series |
     if subtasks is not None:
         notes.append("subtask intervals: ridge on the coreset with a leave-one-out jackknife "
                      "interval")
+    if fitted.model_check is not None:  # the IRT methods' criticism on the source models
+        notes.extend(fitted.model_check.notes())
     notes.append(f"reference models: {source.n_models} source models of {source.name or 'the data'}"
                  "; their scores are treated as exact")
     notes[:0] = [f"**caution**: {c}" for c in small_data_caveats(
