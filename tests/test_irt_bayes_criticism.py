@@ -17,7 +17,6 @@ from coreval.regression.ridge_loo import RIDGE_ALPHAS, ridge_fit_predict
 FAST = {"num_steps": 600}
 
 
-_matrix = signed_2pl_matrix
 
 
 def _fit(matrix: ScoreMatrix, k: int, **options):
@@ -64,7 +63,7 @@ def test_ridge_fit_predict_matches_sklearn_and_skips_missing_rows() -> None:
 
 
 def test_clean_2pl_passes_the_check_without_warning() -> None:
-    matrix = _matrix(60, 100, neg_share=0.0, seed=2)
+    matrix = signed_2pl_matrix(60, 100, neg_share=0.0, seed=2)
     predictor, misfit = _fit(matrix, 20)
     assert not misfit, [str(w.message) for w in misfit]
     assert predictor.cv_rmse_ is not None and predictor.ridge_cv_rmse_ is not None
@@ -78,7 +77,7 @@ def test_clean_2pl_passes_the_check_without_warning() -> None:
 
 def test_negative_items_under_positive_prior_warn_and_fail_the_check() -> None:
     """40 % negatively discriminating items: the truncated prior cannot fit them."""
-    matrix = _matrix(60, 100, neg_share=0.4, seed=3)
+    matrix = signed_2pl_matrix(60, 100, neg_share=0.4, seed=3)
     predictor, misfit = _fit(matrix, 20, priors="hierarchical", choose_dims=False)
     assert len(misfit) == 1
     message = str(misfit[0].message)
@@ -92,7 +91,7 @@ def test_negative_items_under_positive_prior_warn_and_fail_the_check() -> None:
 
 
 def test_check_off_and_in_sample_misfit_skip_the_comparison() -> None:
-    matrix = _matrix(40, 60, neg_share=0.0, seed=4)
+    matrix = signed_2pl_matrix(40, 60, neg_share=0.0, seed=4)
     predictor, _ = _fit(matrix, 12, check=False)
     assert predictor.ppc_ is None and predictor.ridge_cv_rmse_ is None
     predictor, misfit = _fit(matrix, 12, misfit="in-sample")
@@ -101,7 +100,7 @@ def test_check_off_and_in_sample_misfit_skip_the_comparison() -> None:
 
 
 def test_signed_prior_fits_the_negative_items() -> None:
-    matrix = _matrix(60, 100, neg_share=0.4, seed=3)
+    matrix = signed_2pl_matrix(60, 100, neg_share=0.4, seed=3)
     predictor, misfit = _fit(matrix, 20, priors="signed", choose_dims=False)
     assert not misfit
     assert predictor.ppc_.pvalue > 0.05
@@ -131,11 +130,11 @@ def test_choose_dims_takes_the_second_dimension_for_label_bias() -> None:
 
 
 def test_choose_dims_keeps_the_better_fit() -> None:
-    predictor, _ = _fit(_matrix(60, 100, neg_share=0.0, seed=2), 20, priors="signed")
+    predictor, _ = _fit(signed_2pl_matrix(60, 100, neg_share=0.0, seed=2), 20, priors="signed")
     cv = predictor.dims_cv_rmse_
     assert predictor.irt_spec_.dims == (2 if cv[2] < cv[1] else 1)
     assert predictor.cv_rmse_ == min(cv.values())
-    off, _ = _fit(_matrix(60, 100, neg_share=0.0, seed=2), 20, choose_dims=False)
+    off, _ = _fit(signed_2pl_matrix(60, 100, neg_share=0.0, seed=2), 20, choose_dims=False)
     assert off.dims_cv_rmse_ is None and off.irt_spec_.dims == 1
 
 
@@ -143,7 +142,7 @@ def test_model_auto_keeps_the_candidate_with_the_lowest_out_of_fold_rmse() -> No
     from coreval.base import FitCache
     from coreval.irt.source_fit import AUTO_MODELS
 
-    matrix = _matrix(36, 40, neg_share=0.0, seed=5)
+    matrix = signed_2pl_matrix(36, 40, neg_share=0.0, seed=5)
     source, target = matrix.take(np.arange(27)), matrix.take(np.arange(27, 36))
     cache = FitCache()  # the second fit below reuses the chosen candidate's IRT fits
     options = {"num_steps": 200, "num_draws": 50, "misfit_folds": 3, "cache": cache}

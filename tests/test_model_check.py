@@ -21,7 +21,6 @@ FAST = {"num_steps": 600}
 FIXED_2PL = {"model": "2pl", "priors": "hierarchical"}
 
 
-_matrix = signed_2pl_matrix
 
 
 def _fit(method: str, matrix: ScoreMatrix, k: int, **options):
@@ -34,7 +33,7 @@ def _fit(method: str, matrix: ScoreMatrix, k: int, **options):
 
 
 def test_gp_irt_on_2pl_data_passes_the_check() -> None:
-    fitted, worse = _fit("gp-irt", _matrix(60, 100, neg_share=0.0, seed=2), 20,
+    fitted, worse = _fit("gp-irt", signed_2pl_matrix(60, 100, neg_share=0.0, seed=2), 20,
                          **FAST, **FIXED_2PL)
     check = fitted.model_check
     assert not worse, worse
@@ -50,7 +49,7 @@ def test_gp_irt_on_2pl_data_passes_the_check() -> None:
 
 def test_gp_irt_with_positive_discriminations_on_negative_items_warns() -> None:
     """40 % negatively discriminating items: a positive-discrimination 2PL cannot fit them."""
-    fitted, worse = _fit("gp-irt", _matrix(60, 100, neg_share=0.4, seed=3), 20,
+    fitted, worse = _fit("gp-irt", signed_2pl_matrix(60, 100, neg_share=0.4, seed=3), 20,
                          **FAST, **FIXED_2PL)
     check = fitted.model_check
     assert len(worse) == 1
@@ -65,7 +64,7 @@ def test_gp_irt_with_positive_discriminations_on_negative_items_warns() -> None:
 
 
 def test_metabench_point_estimate_gives_a_plug_in_check() -> None:
-    fitted, _ = _fit("metabench", _matrix(60, 100, neg_share=0.0, seed=5), 20)
+    fitted, _ = _fit("metabench", signed_2pl_matrix(60, 100, neg_share=0.0, seed=5), 20)
     check = fitted.model_check
     assert check.ppc.parameter_draws == 1 and check.ppc.replicates == 100
     assert "plug-in predictive check" in check.notes()[0]
@@ -73,7 +72,7 @@ def test_metabench_point_estimate_gives_a_plug_in_check() -> None:
 
 
 def test_irt_bayes_reports_its_own_check_and_other_methods_none() -> None:
-    matrix = _matrix(40, 60, neg_share=0.0, seed=4)
+    matrix = signed_2pl_matrix(40, 60, neg_share=0.0, seed=4)
     fitted, _ = _fit("irt-bayes", matrix, 12, **FAST, model="2pl", choose_dims=False)
     check = fitted.model_check
     assert check.ppc is fitted.predictor.ppc_
@@ -85,7 +84,7 @@ def test_irt_bayes_reports_its_own_check_and_other_methods_none() -> None:
 
 
 def test_model_check_is_saved_and_reported(tmp_path) -> None:
-    matrix = _matrix(60, 100, neg_share=0.4, seed=3)
+    matrix = signed_2pl_matrix(60, 100, neg_share=0.4, seed=3)
     fitted, _ = _fit("gp-irt", matrix, 20, **FAST, **FIXED_2PL)
     loaded = load_selection(save_selection(fitted, tmp_path / "sel"))
     assert loaded.model_check.summary() == fitted.model_check.summary()

@@ -99,6 +99,13 @@ def describe_fit(fit) -> str:
     return f"{str(fit.link).upper()}, {dims} dimension{'s' if dims > 1 else ''}"
 
 
+def is_checked(predictor: Predictor) -> bool:
+    """Whether :func:`check_model` criticises ``predictor``: it holds an IRT fit
+    (``irt_fit_``) and its ``check`` option, where it has one, is not False."""
+    return (getattr(predictor, "irt_fit_", None) is not None
+            and getattr(predictor, "check", True) is not False)
+
+
 def check_model(method_name: str, predictor: Predictor, source: ScoreMatrix,
                 cv_residuals: np.ndarray | None, ridge_residuals: np.ndarray | None, *,
                 seed: int = 0) -> ModelCheck | None:
@@ -126,9 +133,9 @@ def check_model(method_name: str, predictor: Predictor, source: ScoreMatrix,
     -------
     ModelCheck or None
     """
-    fit = getattr(predictor, "irt_fit_", None)
-    if fit is None or getattr(predictor, "check", True) is False:
+    if not is_checked(predictor):
         return None
+    fit = predictor.irt_fit_
     model = describe_fit(fit)
     ppc = (predictor.ppc_ if hasattr(predictor, "ppc_")
            else posterior_predictive_check(fit, source.values, seed=seed))

@@ -102,7 +102,7 @@ from coreval.base.crossval import worse_by_one_se
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import TooFewModelsError, ValidationError, preview
 from coreval.methods.registry import Component, Method
-from coreval.model_check import ModelCheck, check_model
+from coreval.model_check import ModelCheck, check_model, is_checked
 from coreval.regression.ridge_loo import ridge_baseline
 from coreval.selection.random import RandomSelector
 
@@ -412,7 +412,7 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
     if calibration == "cv":
         try:
             # the IRT methods' folds also fit the ridge they are compared with (model_check)
-            baseline = ridge_baseline if getattr(predictor, "irt_fit_", None) is not None else None
+            baseline = ridge_baseline if is_checked(predictor) else None
             oofs = [first if r == 0 and first is not None else
                     out_of_fold(source, refit, folds=folds, seed=fold_seed, baseline=baseline,
                                 desc=f"{method.name} CV {r + 1}/{repeats}")
