@@ -11,6 +11,7 @@ from coreval.data import ScoreMatrix, make_split, simulate
 from coreval.errors import ValidationError
 from coreval.methods import Component, Method, get_method, register_method
 from coreval.pipeline import fit_method, random_is_better
+from coreval.prediction.gam import GAMPredictor
 from coreval.prediction.irt_bayes import IRTBayesPredictor
 from coreval.prediction.ridge import KernelRidgePredictor
 from coreval.prediction.stacking import StackingPredictor
@@ -127,6 +128,9 @@ register_method(Method("_test-most-relevant-stack", Component(RelevanceSelector)
 register_method(Method("_test-least-relevant-bayes",
                        Component(RelevanceSelector, fixed={"worst": True}),
                        Component(IRTBayesPredictor)), replace=True)
+register_method(Method("_test-least-relevant-gam",
+                       Component(RelevanceSelector, fixed={"worst": True}),
+                       Component(GAMPredictor)), replace=True)
 
 
 @pytest.fixture(scope="module")
@@ -287,6 +291,34 @@ def test_auto_selection_of_irt_bayes_compares_its_misfit_folds(leaderboard):
     # a random coreset reads no source scores: nothing to check
     default = fit_method(get_method("irt-bayes"), source, 12, seed=3, **options)
     assert default.selection == "method" and default.selection_rmse is None
+
+
+def test_auto_selection_of_metabench_compares_its_gam_on_random_items(leaderboard):
+    """metabench's GAM is checked like the regression refits: out of fold, same folds."""
+    source, target = leaderboard
+    x, truth = target.values, target.summary_scores()
+    cache = FitCache()  # the fits share the IRT fits of the source and of its folds
+    method = get_method("_test-least-relevant-gam")
+    with pytest.warns(UserWarning, match="random coreset of 12 items predicts held-out"):
+        fitted = fit_method(method, source, 12, seed=3, cache=cache)
+    published = fit_method(method, source, 12, seed=3, selection="method", cache=cache)
+    forced = fit_method(method, source, 12, seed=3, selection="random", cache=cache)
+    assert fitted.selection == "random" and published.selection == "method"
+    assert fitted.selection_rmse["random"] < fitted.selection_rmse["method"]
+    np.testing.assert_array_equal(fitted.coreset.indices, forced.coreset.indices)
+    np.testing.assert_allclose(fitted.predict_array(x[:, fitted.coreset.indices]).mean,
+                               forced.predict_array(x[:, forced.coreset.indices]).mean)
+    errors = [np.sqrt(np.mean((f.predict_array(x[:, f.coreset.indices]).mean - truth) ** 2))
+              for f in (fitted, published)]
+    assert errors[0] < errors[1]  # the check helped on the held-out targets too
+    # the random coreset keeps the GAM's own interval; the model check still compares it
+    # with the ridge, on the check's out-of-fold run of it
+    assert fitted.calibration == "native" and fitted.cv_residuals is None
+    assert 100 * fitted.model_check.cv_rmse == pytest.approx(fitted.selection_rmse["random"])
+    assert published.model_check.ridge_rmse is not None
+    # the published metabench (Fisher items from the IRT fit) goes through the same check
+    default = fit_method(get_method("metabench"), source, 12, seed=3, cache=cache)
+    assert set(default.selection_rmse) == {"method", "random"}
 
 
 def test_selection_errors(leaderboard):

@@ -49,7 +49,7 @@ class Predictor(BaseEstimator):
     #: Whether ``selection="auto"`` of :func:`coreval.pipeline.fit_method` compares a
     #: supervised coreset with a random one under this predictor (the regression
     #: refits, whose random-coreset pipeline is the papers' random+ / random++,
-    #: stacking, and irt-bayes with a coreset chosen from the IRT fit).
+    #: stacking, metabench's GAM, and irt-bayes with a coreset chosen from the IRT fit).
     compare_random_coreset: bool = False
 
     def out_of_fold_residuals(self) -> tuple[np.ndarray, np.ndarray] | None:

@@ -8,7 +8,9 @@
   gp-IRT validation error on the source models). ``p-irt`` keeps
   ``TINYBENCH_FIT``, the 3PL under the reference's hierarchical priors.
 * ``metabench``, ``metabench+``, ``metabench++``: Fisher information per
-  ability-quantile bin + GAM on (θ̂, coreset mean), or the refits.
+  ability-quantile bin + GAM on (θ̂, coreset mean), or the refits. Like the refits,
+  the GAM is checked against random items by ``selection="auto"``
+  (:mod:`coreval.pipeline`, "Checked selection").
 * ``irt-bayes``, ``irt-bayes+``, ``irt-bayes++``: a coreset (option
   ``coreset="random"`` (default), ``"fisher"`` (metabench bins topped up to k by
   mean information over the source abilities) or ``"anchors"``) + the IRT
