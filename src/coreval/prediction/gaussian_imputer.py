@@ -109,32 +109,49 @@ class GaussianImputer(Predictor):
         self.kept_ = np.full(n, -1, dtype=np.intp)  # source column -> row of the correlation
         self.kept_[est.columns] = np.arange(len(est.columns))
 
-    def _predict(self, x: np.ndarray) -> Prediction:
-        est = self.estimate_
-        corr = est.correlation
-        n_models, n = x.shape[0], len(self.columns_)
+    def _standardized_coreset(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Coreset scores ``x`` in the standardised space (clipped), and which are usable."""
         sel = self.coreset_.indices
-        sel_kept = self.kept_[sel]
         z = Standardization(self.mean_[sel], self.scale_[sel], self.transform,
                             self.upper_[sel] if self.transform == "logit" else None).forward(x)
         if self.clip is not None:
             z = np.clip(z, -self.clip, self.clip)
-        usable = ~np.isnan(z) & (sel_kept >= 0)
-        mean_z = np.full((n_models, len(est.columns)), np.nan)
-        sd_z = np.full((n_models, len(est.columns)), np.nan)
+        return z, ~np.isnan(z) & (self.kept_[sel] >= 0)
+
+    def _conditional(self, pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Weights ``w`` (n_kept, |a|) and variances of the conditional on the selected
+        benchmarks marked in ``pattern``: ``E[z_k | z_a] = w_k · z_a``,
+        ``Var = R_kk − w_k · R_ka`` (``R_aa`` with ``ridge`` added)."""
+        corr = self.estimate_.correlation
+        a = self.kept_[self.coreset_.indices][pattern]  # selection order
+        r_aa = corr[np.ix_(a, a)] + self.ridge * np.eye(len(a))
+        r_ka = corr[:, a]
+        w = np.linalg.solve(r_aa, r_ka.T).T
+        return w, np.diag(corr) - (w * r_ka).sum(axis=1)
+
+    def _moments(self, z: np.ndarray, usable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predictive mean and SD of every kept column (standardised) for coreset scores
+        ``z``, one conditional per pattern of ``usable`` selected benchmarks."""
+        n_kept = len(self.estimate_.columns)
+        mean_z = np.full((len(z), n_kept), np.nan)
+        sd_z = np.full((len(z), n_kept), np.nan)
         patterns, inverse = np.unique(usable, axis=0, return_inverse=True)
         inverse = inverse.ravel()
         for g, pattern in enumerate(patterns):
             rows = np.flatnonzero(inverse == g)
             if not pattern.any():
                 continue  # no selected benchmark observed: NaN row (skipped by the reference)
-            a = sel_kept[pattern]  # selection order
-            r_aa = corr[np.ix_(a, a)] + self.ridge * np.eye(len(a))
-            r_ka = corr[:, a]
-            w = np.linalg.solve(r_aa, r_ka.T).T  # (n_kept, |a|)
-            var = np.diag(corr) - (w * r_ka).sum(axis=1)
+            w, var = self._conditional(pattern)
             mean_z[rows] = z[np.ix_(rows, np.flatnonzero(pattern))] @ w.T
             sd_z[rows] = np.sqrt(np.maximum(var, 0.0))
+        return mean_z, sd_z
+
+    def _predict(self, x: np.ndarray) -> Prediction:
+        est = self.estimate_
+        n_models, n = x.shape[0], len(self.columns_)
+        sel = self.coreset_.indices
+        z, usable = self._standardized_coreset(x)
+        mean_z, sd_z = self._moments(z, usable)
         half = norm.ppf(0.5 + self.level / 2.0) * sd_z
         back = est.standardization.inverse
         mean = np.full((n_models, n), np.nan)
