@@ -51,6 +51,7 @@ def test_beats_the_linear_gaussian_imputer_on_nonlinear_columns_and_covers():
     linear = _fit(GaussianImputer(), source).predict(x)
     assert _r2(source, target, gp) > _r2(source, target, linear) + 0.1
     assert _r2(source, target, gp) > 0.9
+    assert gp.interval == "gp-loo-conformal" and linear.interval == "gaussian-conditional"
     inside = (target >= gp.lower) & (target <= gp.upper)
     coverage = inside[:, 2:].mean()
     assert 0.85 <= coverage <= 0.95

@@ -26,8 +26,9 @@ class Prediction:
     interval : str
         How the interval was made: ``"posterior"`` (credible interval from
         draws), ``"jackknife+"`` (Barber et al. 2021), ``"split-conformal"``,
-        ``"gaussian-conditional"``, ``"cv-residual"`` (split conformal on the
-        pipeline's out-of-fold residuals) or ``"none"``.
+        ``"gaussian-conditional"``, ``"gp-loo-conformal"`` (a Gaussian-process
+        predictive scaled by its leave-one-out conformal factor), ``"cv-residual"``
+        (split conformal on the pipeline's out-of-fold residuals) or ``"none"``.
     draws : ndarray, shape (n_draws, *mean.shape), optional
         Posterior predictive draws where the method has them.
     columns : ndarray of str, optional

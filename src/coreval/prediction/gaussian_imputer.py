@@ -70,6 +70,8 @@ class GaussianImputer(Predictor):
 
     task = "impute"
     allows_missing_responses = True
+    #: ``Prediction.interval`` of the predictions.
+    interval_kind = "gaussian-conditional"
 
     def __init__(self, level: float = 0.9, ridge: float = 0.01, *, clip: float | None = 10.0,
                  estimator: str = "auto", release: str = "head", max_iter: int | None = None,
@@ -166,4 +168,4 @@ class GaussianImputer(Predictor):
             rows = np.flatnonzero(has[:, col])
             mean[rows, sel[col]] = lower[rows, sel[col]] = upper[rows, sel[col]] = x[rows, col]
         return Prediction(mean=mean, lower=lower, upper=upper, level=self.level,
-                          interval="gaussian-conditional", columns=self.columns_)
+                          interval=self.interval_kind, columns=self.columns_)

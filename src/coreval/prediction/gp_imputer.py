@@ -71,6 +71,8 @@ class GPImputer(GaussianImputer):
         multiplies the GP's predictive SD (module docstring).
     """
 
+    interval_kind = "gp-loo-conformal"
+
     def __init__(self, level: float = 0.9, ridge: float = 0.01, *, min_rows: int = 10,
                  seed: int = 0, clip: float | None = 10.0, estimator: str = "auto",
                  release: str = "head", max_iter: int | None = None, eps: float | None = None,
