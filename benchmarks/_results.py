@@ -110,3 +110,29 @@ def command_line(script: str, argv: list[str] | None) -> str:
 
     given = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--report-only"]
     return f"python benchmarks/{script} {' '.join(given)}".strip()
+
+
+def grid_runs(df, unit: str = "seed") -> tuple:
+    """The successful runs of a :func:`coreval.harness.run_grid` frame and a note on the rest.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per run, with ``error`` and the ``seconds_select`` / ``seconds_fit`` /
+        ``seconds_predict`` columns.
+    unit : str
+        What the ``seed`` column counts, for the note (``"seed"``, or ``"fold"``).
+
+    Returns
+    -------
+    (pandas.DataFrame, list of str)
+        The runs without an error, with ``seconds`` = select + fit + predict; and the
+        markdown lines naming the failed runs (none when every run succeeded).
+    """
+    failed = df["error"].notna() & (df["error"] != "")
+    runs = df[~failed].assign(seconds=lambda d: d[["seconds_select", "seconds_fit",
+                                                   "seconds_predict"]].sum(axis=1))
+    note = ["Failed cells: " + "; ".join(
+        f"{r.dataset} {r.method} {unit} {r.seed}: {r.error}" for r in df[failed].itertuples()),
+        ""] if failed.any() else []
+    return runs, note

@@ -30,7 +30,7 @@ os.environ.setdefault("COREVAL_PROGRESS", "0")
 
 import pandas as pd
 
-from _results import RESULTS, SHARED, command_line, provenance, write_markdown
+from _results import RESULTS, SHARED, command_line, grid_runs, provenance, write_markdown
 
 OUT = RESULTS / "raw" / "gp_imputer.parquet"
 #: The issue's goals for R² at k = 5 (Smola's Table 4 reports 0.76 and 0.51 with MI).
@@ -41,9 +41,7 @@ K = 5
 
 def report(df: pd.DataFrame, command: str) -> str:
     """The markdown of ``gp_imputer.md``."""
-    failed = df[df["error"].notna() & (df["error"] != "")]
-    df = df[~df.index.isin(failed.index)].assign(
-        seconds=lambda d: d[["seconds_select", "seconds_fit", "seconds_predict"]].sum(axis=1))
+    df, failed = grid_runs(df, unit="fold")
     lines = ["# Gaussian-process regression imputation on MTEB and MERGED", "",
              *provenance(command),
              f"Smola's Table 4 protocol: the 10 folds of `split=\"kfold\"` (holdout 0.1), "
@@ -77,11 +75,8 @@ def report(df: pd.DataFrame, command: str) -> str:
     lines += ["", "Not a blind test: the GP correction was designed on these two matrices "
               "(a GP on the selected benchmarks alone, without the Gaussian conditional as "
               "its mean, reached R² 0.84 on MTEB but 0.33 on MERGED, where most cells are "
-              "missing and the conditional borrows strength across benchmarks).", ""]
-    if len(failed):
-        lines += ["Failed cells: " + "; ".join(
-            f"{r.dataset} {r.method} fold {r.seed}: {r.error}" for r in failed.itertuples()),
-            ""]
+              "missing and the conditional borrows strength across benchmarks).", "",
+              *failed]
     return "\n".join(lines) + "\n"
 
 

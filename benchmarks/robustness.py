@@ -28,7 +28,7 @@ os.environ.setdefault("COREVAL_PROGRESS", "0")
 
 import pandas as pd
 
-from _results import GLUE, RESULTS, SHARED, command_line, provenance, write_markdown
+from _results import GLUE, RESULTS, SHARED, command_line, grid_runs, provenance, write_markdown
 from item_level import METHODS
 
 OUT = RESULTS / "raw" / "robustness.parquet"
@@ -40,10 +40,8 @@ GOAL = 1.3
 
 def report(df: pd.DataFrame, command: str) -> str:
     """The markdown of ``robustness.md``."""
-    failed = df[df["error"].notna() & (df["error"] != "")]
-    df = df[~df.index.isin(failed.index)]
-    df = df.assign(seconds=df[["seconds_select", "seconds_fit", "seconds_predict"]].sum(axis=1),
-                   switched=df["selection"] == "random",
+    df, failed = grid_runs(df)
+    df = df.assign(switched=df["selection"] == "random",
                    rmse=100 * df["rmse"], width90=100 * df["width90"])  # pp
     lines = ["# Robustness on the GLUE matrices: every grid method against random++", "",
              *provenance(command),
@@ -70,14 +68,10 @@ def report(df: pd.DataFrame, command: str) -> str:
                   f"{r.seconds:.1f} |" for m, r in per.iterrows()]
         lines += ["", f"Above {GOAL} × random++: " + (", ".join(over) if over else "none")
                   + ".", ""]
-    lines += ["`random` is the sample mean of random items (no regression on the source "
+    lines += [*failed, "`random` is the sample mean of random items (no regression on the source "
               "models) and `lasso` the mRMR paper's lasso baseline as published, which "
               "predicts with the lasso that chose its items, so `selection=\"auto\"` has no "
               "random-coreset variant of it to compare with.", ""]
-    if len(failed):
-        lines += ["Failed cells: " + "; ".join(
-            f"{r.dataset} {r.method} seed {r.seed}: {r.error}" for r in failed.itertuples()),
-            ""]
     return "\n".join(lines) + "\n"
 
 

@@ -144,9 +144,18 @@ class GaussianImputer(Predictor):
             if not pattern.any():
                 continue  # no selected benchmark observed: NaN row (skipped by the reference)
             w, var = self._conditional(pattern)
-            mean_z[rows] = z[np.ix_(rows, np.flatnonzero(pattern))] @ w.T
-            sd_z[rows] = np.sqrt(np.maximum(var, 0.0))
+            zp = z[np.ix_(rows, np.flatnonzero(pattern))]
+            mean_z[rows], sd_z[rows] = self._refine(zp, pattern, w, zp @ w.T,
+                                                    np.tile(np.sqrt(np.maximum(var, 0.0)),
+                                                            (len(rows), 1)))
         return mean_z, sd_z
+
+    def _refine(self, zp: np.ndarray, pattern: np.ndarray, w: np.ndarray, mean: np.ndarray,
+                sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The moments of the models ``zp`` that report the selections in ``pattern``;
+        the Gaussian conditional's ``mean``, ``sd`` (weights ``w``) as they are here, a
+        hook for a correction of them (:class:`~coreval.prediction.gp_imputer.GPImputer`)."""
+        return mean, sd
 
     def _predict(self, x: np.ndarray) -> Prediction:
         est = self.estimate_

@@ -118,25 +118,20 @@ class GPImputer(GaussianImputer):
             self.gps_[key] = gp
         return self.gps_[key]
 
-    def _moments(self, z: np.ndarray, usable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        mean_z, sd_z = super()._moments(z, usable)
-        used_kept = self.kept_[self.coreset_.indices]
-        patterns, inverse = np.unique(usable, axis=0, return_inverse=True)
-        inverse = inverse.ravel()
-        for g, pattern in enumerate(patterns):
-            rows = np.flatnonzero(inverse == g)
-            if not pattern.any():
+    def _refine(self, zp: np.ndarray, pattern: np.ndarray, w: np.ndarray, mean: np.ndarray,
+                sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Add each column's GP correction to the conditional ``mean`` and take its
+        (scaled) predictive SD, for the models ``zp`` reporting the selections in
+        ``pattern``; the columns they report keep theirs."""
+        used_kept = self.kept_[self.coreset_.indices][pattern]
+        for k in np.setdiff1d(np.arange(mean.shape[1]), used_kept):
+            fitted = self._gp(k, pattern, w[k])
+            if fitted is None:
                 continue
-            w, _ = self._conditional(pattern)
-            xz = z[np.ix_(rows, np.flatnonzero(pattern))]
-            for k in np.setdiff1d(np.arange(mean_z.shape[1]), used_kept[pattern]):
-                fitted = self._gp(k, pattern, w[k])
-                if fitted is None:
-                    continue
-                correction, sd = fitted[0].predict(xz, return_std=True)
-                mean_z[rows, k] += correction
-                sd_z[rows, k] = fitted[1] * sd
-        return mean_z, sd_z
+            correction, gp_sd = fitted[0].predict(zp, return_std=True)
+            mean[:, k] += correction
+            sd[:, k] = fitted[1] * gp_sd
+        return mean, sd
 
 
 def _loo_factor(gp: GaussianProcessRegressor, level: float) -> float:
