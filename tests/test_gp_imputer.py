@@ -51,7 +51,7 @@ def test_beats_the_linear_gaussian_imputer_on_nonlinear_columns_and_covers():
     linear = _fit(GaussianImputer(), source).predict(x)
     assert _r2(source, target, gp) > _r2(source, target, linear) + 0.1
     assert _r2(source, target, gp) > 0.9
-    assert gp.interval == "gp-loo-conformal" and linear.interval == "gaussian-conditional"
+    assert gp.interval == "gp-loo-conformal+cross-conformal" and linear.interval == "gaussian-conditional"
     inside = (target >= gp.lower) & (target <= gp.upper)
     coverage = inside[:, 2:].mean()
     assert 0.85 <= coverage <= 0.95
@@ -91,7 +91,7 @@ def test_a_target_missing_a_selected_benchmark_is_predicted_from_the_others():
 def test_too_few_source_models_keep_the_gaussian_conditional():
     source, target = _saturating(seed=2)
     source[12:, 5] = np.nan  # 12 source models report column 5, fewer than min_rows=20
-    fitted = _fit(GPImputer(min_rows=20), source)
+    fitted = _fit(GPImputer(min_rows=20, calibration_folds=None), source)
     pred = fitted.predict(target[:, SELECTED])
     assert fitted.gps_[(5, (True, True))] is None
     linear = _fit(GaussianImputer(), source).predict(target[:, SELECTED])
@@ -138,3 +138,48 @@ def test_leave_one_out_factor_equals_refits_without_each_model():
         scores.append(abs(y[i] - m[0]) / s[0])
     expected = conformal_quantile(scores, 0.9) / norm.ppf(0.95)
     assert _loo_factor(gp, 0.9) == pytest.approx(expected, rel=1e-6)
+
+
+def _overfitted(seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """25 source models and 400 targets on 30 benchmarks of two skills with heavy-tailed
+    noise: a correlation estimated on so few models fits them, and the conditional's own
+    intervals under-cover new models."""
+    rng = np.random.default_rng(seed)
+    skill = rng.normal(size=(425, 2))
+    x = skill @ rng.normal(size=(2, 30)) + 0.7 * rng.standard_t(3, size=(425, 30))
+    return x[:25], x[25:]
+
+
+def test_cross_conformal_factor_restores_the_coverage_of_held_out_models():
+    selected = np.array([0, 1, 2])
+    own, calibrated = [], []
+    for seed in range(3):
+        source, target = _overfitted(seed)
+        matrix = ScoreMatrix(source, level="benchmark")
+        coreset = Coreset(indices=selected, items=matrix.items[selected])
+        plain = GaussianImputer().fit(matrix, coreset)
+        cross = GaussianImputer(calibration_folds=5, seed=seed).fit(matrix, coreset)
+        a, b = plain.predict(target[:, selected]), cross.predict(target[:, selected])
+        # every source model's unselected cells are scored once, by a fit without it
+        assert len(cross.calibration_scores_) == source[:, 3:].size
+        assert plain.calibration_factor_ == 1.0 and cross.calibration_factor_ > 1.0
+        assert a.interval == "gaussian-conditional"
+        assert b.interval == "gaussian-conditional+cross-conformal"
+        # the same point predictions, the intervals widened by the factor
+        np.testing.assert_allclose(b.mean, a.mean)
+        np.testing.assert_allclose((b.upper - b.lower)[:, 3:],
+                                   cross.calibration_factor_ * (a.upper - a.lower)[:, 3:])
+        for out, pred in ((own, a), (calibrated, b)):
+            out.append(((target >= pred.lower) & (target <= pred.upper))[:, 3:].mean())
+    assert np.mean(own) < 0.87
+    assert 0.88 <= np.mean(calibrated) <= 0.93
+
+
+def test_cross_conformal_folds_need_enough_source_models():
+    source, _ = _overfitted(0)
+    matrix = ScoreMatrix(source[:8], level="benchmark")
+    coreset = Coreset(indices=SELECTED, items=matrix.items[SELECTED])
+    with pytest.raises(ValidationError, match="calibration_folds must be"):
+        GaussianImputer(calibration_folds=5).fit(matrix, coreset)
+    fitted = GPImputer(calibration_folds=None).fit(matrix, coreset)
+    assert fitted.predict(source[:2, SELECTED]).interval == "gp-loo-conformal"

@@ -28,7 +28,9 @@ class Prediction:
         draws), ``"jackknife+"`` (Barber et al. 2021), ``"split-conformal"``,
         ``"gaussian-conditional"``, ``"gp-loo-conformal"`` (a Gaussian-process
         predictive scaled by its leave-one-out conformal factor), ``"cv-residual"``
-        (split conformal on the pipeline's out-of-fold residuals) or ``"none"``.
+        (split conformal on the pipeline's out-of-fold residuals) or ``"none"``; an
+        imputer's ``"+cross-conformal"`` suffix: scaled by the cross-conformal factor of
+        its ``calibration_folds``.
     draws : ndarray, shape (n_draws, *mean.shape), optional
         Posterior predictive draws where the method has them.
     columns : ndarray of str, optional

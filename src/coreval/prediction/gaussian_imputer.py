@@ -9,14 +9,35 @@ the selected benchmarks ``a`` it actually has by
 with ``R`` the source correlation; the standardisation is undone afterwards. The interval
 of each predicted benchmark is the central ``level`` interval of the Gaussian conditional
 ``N(W z_a, diag(R_ee - W R_ae))`` mapped back to raw scores ("gaussian-conditional").
+
+With ``calibration_folds`` the predictive SDs are also multiplied by one cross-conformal
+factor: the method is re-run (selection included, through ``refit_``) without each of
+``calibration_folds`` folds of the source models, predicts the held-out models' unselected
+benchmarks from their selected ones, and the factor is the split-conformal quantile of
+their standardised scores ``|z − μ| / σ`` over the normal quantile of ``level`` (Vovk
+2015, cross-conformal; Lei et al. 2018). Every source model calibrates once, scored by a
+fit that did not see it, as a new model is.
+
+References
+----------
+Vovk, V. (2015). Cross-conformal predictors. *Annals of Mathematics and Artificial
+Intelligence* 74, 9-28.
+
+Lei, J., G'Sell, M., Rinaldo, A., Tibshirani, R. J. & Wasserman, L. (2018).
+Distribution-free predictive inference for regression. *JASA* 113(523), 1094-1111.
 """
 
 from __future__ import annotations
 
+import math
+import warnings
+
 import numpy as np
 from scipy.stats import norm
+from sklearn.model_selection import KFold
 
 from coreval.base import Coreset, Prediction, Predictor
+from coreval.base.conformal import conformal_quantile
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.gaussian.correlation import estimate_options, shared_estimate
@@ -41,6 +62,11 @@ class GaussianImputer(Predictor):
         Correlation estimate on the source models (see
         :func:`coreval.gaussian.correlation.estimate_correlation`). A Gaussian selector
         given the same :class:`~coreval.base.FitCache` and options shares its estimate.
+    calibration_folds : int, optional
+        Scale the predictive SDs by the cross-conformal factor of this many folds of the
+        source models (module docstring); None keeps the model's own intervals.
+    seed : int
+        Seed of the calibration folds.
 
     Attributes
     ----------
@@ -54,6 +80,11 @@ class GaussianImputer(Predictor):
         Column maxima the ``"logit"`` transform divides by (NaN otherwise).
     columns_ : ndarray of str
         Source column ids (the columns of ``Prediction.mean``).
+    calibration_factor_ : float
+        The factor the predictive SDs are multiplied by (1 without ``calibration_folds``).
+    calibration_scores_ : ndarray
+        The held-out source models' standardised scores it was computed from (empty
+        without ``calibration_folds``).
 
     Notes
     -----
@@ -77,7 +108,8 @@ class GaussianImputer(Predictor):
                  estimator: str = "auto", release: str = "head", max_iter: int | None = None,
                  eps: float | None = None, shrinkage: float | str | None = None,
                  tol: float = PROTOCOL_TOL, min_observed: int = 2, transform: str = "none",
-                 unit_diagonal: bool = False, n_threads: int | None = 1) -> None:
+                 unit_diagonal: bool = False, n_threads: int | None = 1,
+                 calibration_folds: int | None = None, seed: int = 0) -> None:
         self.level = level
         self.ridge = ridge
         self.clip = clip
@@ -91,6 +123,8 @@ class GaussianImputer(Predictor):
         self.transform = transform
         self.unit_diagonal = unit_diagonal
         self.n_threads = n_threads
+        self.calibration_folds = calibration_folds
+        self.seed = seed
 
     def _fit(self, source: ScoreMatrix, coreset: Coreset) -> None:
         if not 0.0 < self.level < 1.0:
@@ -110,6 +144,47 @@ class GaussianImputer(Predictor):
             self.upper_[est.columns] = est.standardization.upper
         self.kept_ = np.full(n, -1, dtype=np.intp)  # source column -> row of the correlation
         self.kept_[est.columns] = np.arange(len(est.columns))
+        self.calibration_factor_ = 1.0
+        self.calibration_scores_ = np.zeros(0)
+        if self.calibration_folds is not None:
+            self.calibration_scores_ = self._cross_fit_scores(source)
+            self.calibration_factor_ = self._cross_conformal_factor(self.calibration_scores_)
+
+    def _cross_fit_scores(self, source: ScoreMatrix) -> np.ndarray:
+        """Standardised scores ``|z − μ| / σ`` of the source models' unselected observed
+        benchmarks, each predicted by the method re-run without the model's fold."""
+        folds = int(self.calibration_folds)
+        n = source.n_models
+        if folds < 2 or n < 2 * folds:
+            raise ValidationError(
+                f"calibration_folds must be at least 2 and at most half the {n} source "
+                f"models, got {self.calibration_folds}; pass calibration_folds=None to keep "
+                "the model's own intervals")
+        scores = []
+        splits = KFold(folds, shuffle=True, random_state=self.seed).split(np.arange(n))
+        for train, held in splits:
+            coreset, fold = self.refit_(source.take(train), calibration_folds=None)
+            values = source.values[held]
+            z, usable = fold._standardized_coreset(values[:, coreset.indices])
+            mean_z, sd_z = fold._moments(z, usable)
+            est = fold.estimate_
+            truth = est.standardization.forward(values[:, est.columns])
+            unselected = np.ones(len(est.columns), dtype=bool)
+            selected = fold.kept_[coreset.indices]
+            unselected[selected[selected >= 0]] = False
+            cells = np.isfinite(truth) & np.isfinite(mean_z) & (sd_z > 0) & unselected
+            scores.append(np.abs(truth - mean_z)[cells] / sd_z[cells])
+        return np.concatenate(scores)
+
+    def _cross_conformal_factor(self, scores: np.ndarray) -> float:
+        """The factor that makes the ``level`` Gaussian interval cover the conformal
+        quantile of ``scores``; 1 (with a warning) when they are too few for ``level``."""
+        if len(scores) < math.ceil(1.0 / (1.0 - self.level)):
+            warnings.warn(f"{type(self).__name__}: {len(scores)} held-out cells are too few "
+                          f"for a {self.level:g} conformal quantile; the model's own "
+                          "intervals are kept", stacklevel=3)
+            return 1.0
+        return conformal_quantile(scores, self.level) / norm.ppf(0.5 + self.level / 2.0)
 
     def _standardized_coreset(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Coreset scores ``x`` in the standardised space (clipped), and which are usable."""
@@ -148,7 +223,7 @@ class GaussianImputer(Predictor):
             mean_z[rows], sd_z[rows] = self._refine(zp, pattern, w, zp @ w.T,
                                                     np.tile(np.sqrt(np.maximum(var, 0.0)),
                                                             (len(rows), 1)))
-        return mean_z, sd_z
+        return mean_z, sd_z * self.calibration_factor_
 
     def _refine(self, zp: np.ndarray, pattern: np.ndarray, w: np.ndarray, mean: np.ndarray,
                 sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -177,4 +252,6 @@ class GaussianImputer(Predictor):
             rows = np.flatnonzero(has[:, col])
             mean[rows, sel[col]] = lower[rows, sel[col]] = upper[rows, sel[col]] = x[rows, col]
         return Prediction(mean=mean, lower=lower, upper=upper, level=self.level,
-                          interval=self.interval_kind, columns=self.columns_)
+                          interval=self.interval_kind if self.calibration_folds is None
+                          else f"{self.interval_kind}+cross-conformal",
+                          columns=self.columns_)
