@@ -11,8 +11,9 @@ of each predicted benchmark is the central ``level`` interval of the Gaussian co
 ``N(W z_a, diag(R_ee - W R_ae))`` mapped back to raw scores ("gaussian-conditional").
 
 With ``calibration_folds`` the predictive SDs are also multiplied by one cross-conformal
-factor: the method is re-run (selection included, through ``refit_``) without each of
-``calibration_folds`` folds of the source models, predicts the held-out models' unselected
+factor: the method is re-run without each of ``calibration_folds`` folds of the source
+models (selection included when a pipeline fitted it, :func:`coreval.pipeline.fit_method`;
+a predictor fitted on its own keeps its coreset), predicts the held-out models' unselected
 benchmarks from their selected ones, and the factor is the split-conformal quantile of
 their standardised scores ``|z − μ| / σ`` over the normal quantile of ``level`` (Vovk
 2015, cross-conformal; Lei et al. 2018). Every source model calibrates once, scored by a
