@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.stats import norm
 
 from coreval.errors import ValidationError
 
@@ -52,6 +53,16 @@ def conformal_quantile(scores, level: float) -> float:
     if s.size == 0 or np.isnan(s).any():
         raise ValidationError("conformal_quantile needs at least one score and no NaN")
     return float(_kth_smallest(s, math.ceil((s.size + 1) * level - 1e-9), axis=0))
+
+
+def normal_sd_factor(scores, level: float) -> float:
+    """The factor of a Gaussian predictive SD from standardised scores ``|y − μ| / σ``.
+
+    The conformal quantile of the scores (:func:`conformal_quantile`) over the normal
+    quantile ``z`` of ``level``: the interval ``μ ± z · factor · σ`` then covers a new
+    exchangeable case with probability at least ``level`` (Lei et al. 2018, sec. 5.2).
+    """
+    return conformal_quantile(scores, level) / float(norm.ppf(0.5 + _check_level(level) / 2.0))
 
 
 def jackknife_plus_interval(loo_predictions_at_x, loo_residuals,

@@ -38,7 +38,7 @@ from scipy.stats import norm
 from sklearn.model_selection import KFold
 
 from coreval.base import Coreset, Prediction, Predictor
-from coreval.base.conformal import conformal_quantile
+from coreval.base.conformal import normal_sd_factor
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.gaussian.correlation import estimate_options, shared_estimate
@@ -185,7 +185,7 @@ class GaussianImputer(Predictor):
                           f"for a {self.level:g} conformal quantile; the model's own "
                           "intervals are kept", stacklevel=3)
             return 1.0
-        return conformal_quantile(scores, self.level) / norm.ppf(0.5 + self.level / 2.0)
+        return normal_sd_factor(scores, self.level)
 
     def _standardized_coreset(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Coreset scores ``x`` in the standardised space (clipped), and which are usable."""

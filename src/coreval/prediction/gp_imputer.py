@@ -40,13 +40,12 @@ import warnings
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.stats import norm
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
 from coreval.base import Coreset
-from coreval.base.conformal import conformal_quantile
+from coreval.base.conformal import normal_sd_factor
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.gaussian.em import PROTOCOL_TOL
@@ -151,4 +150,4 @@ def _loo_factor(gp: GaussianProcessRegressor, level: float) -> float:
     """
     k_inv_diag = np.sum(solve_triangular(gp.L_, np.eye(len(gp.L_)), lower=True) ** 2, axis=0)
     scores = np.abs(gp.alpha_.ravel()) / np.sqrt(k_inv_diag)
-    return conformal_quantile(scores, level) / norm.ppf(0.5 + level / 2.0)
+    return normal_sd_factor(scores, level)
