@@ -5,6 +5,8 @@ The package follows the algorithm's stages, as a functional core plus one object
 
 * :mod:`.bank`: :class:`ItemBank`, item-parameter draws of a fitted (or saved) model;
 * :mod:`.state`: :func:`init` and :func:`update`, the posterior on (draw, ability) nodes;
+* :mod:`.laplace`: the nodes of a D ≥ 2 bank, placed at each update by adaptive
+  Gauss-Hermite quadrature around the Laplace approximation;
 * :mod:`.select`: :func:`next_items` with the rules ``score`` (expected reduction of the
   full score's variance), ``fisher`` and ``kl``, randomesque and Sympson-Hetter exposure
   control, content balancing and batches;

@@ -128,7 +128,7 @@ def calibrate_exposure(bank: ItemBank, r_max: float = 0.5, *, n_items: int,
         The selection rule the tests will use.
     n_simulees : int
         Simulees per round when ``responses`` is not given: abilities drawn from
-        N(0, 1), answers from the bank's first item-parameter draw.
+        N(0, I), answers from the bank's first item-parameter draw.
     n_rounds : int
         Rounds of adjustment.
     responses : ndarray, shape (n_models, n_items of the bank), optional
@@ -154,7 +154,10 @@ def calibrate_exposure(bank: ItemBank, r_max: float = 0.5, *, n_items: int,
     k = np.ones(bank.n_items)
     for _ in range(n_rounds):
         selected = np.zeros(bank.n_items)
-        if responses is None:
+        if responses is None and bank.dims > 1:
+            simulees = [(None, (rng.random(bank.n_items) < bank.probs_at(theta)[0]).astype(float))
+                        for theta in rng.normal(size=(n_simulees, bank.dims))]
+        elif responses is None:
             simulees = [(int(np.argmin(np.abs(bank.grid - theta))), None)
                         for theta in rng.normal(size=n_simulees)]
         else:

@@ -1,10 +1,13 @@
 """The item bank of an adaptive test: item-parameter draws, summary-score weights, groups.
 
 A bank comes from a fitted IRT model (:meth:`ItemBank.from_fit`, any logistic engine
-model with D = 1) or from a model saved by ``coreval fit`` (:meth:`ItemBank.load`). It
+model, D ≥ 1) or from a model saved by ``coreval fit`` (:meth:`ItemBank.load`). It
 keeps ``S`` posterior draws of every item's ``(a, d, c)`` so that the test propagates
-item-parameter uncertainty, and precomputes the response probabilities on the ability
-grid, ``p[s, g, i] = c + (1 - c) σ(a θ_g + d)``, which every later step reuses.
+item-parameter uncertainty. With D = 1 it precomputes the response probabilities on a
+fixed ability grid, ``p[s, g, i] = c + (1 - c) σ(a θ_g + d)``, which every later step
+reuses; with D ≥ 2 the nodes follow each test's posterior (adaptive Gauss-Hermite
+quadrature around the Laplace approximation, :mod:`coreval.adaptive.state`), since a
+fixed product grid fine enough for a long test would hold ``S × G^D × N`` probabilities.
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ GRID_HALF_WIDTH = 5.0
 GRID_NODES = 61
 #: Item-parameter draws kept by default (a subsample of the fit's draws).
 MAX_DRAWS = 50
+#: Gauss-Hermite nodes per dimension of the adaptive quadrature used when D ≥ 2
+#: (``LAPLACE_NODES ** D`` nodes per item-parameter draw).
+LAPLACE_NODES = 7
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,8 +39,10 @@ class ItemBank:
     Parameters
     ----------
     items : ndarray of str, shape (N,)
-    a, d : ndarray, shape (S, N)
-        Draws of discriminations and intercepts (``logit p = a θ + d``).
+    a : ndarray, shape (S, N), or (S, N, D) for D ≥ 2 latent dimensions
+        Draws of the discriminations (loadings).
+    d : ndarray, shape (S, N)
+        Draws of the intercepts (``logit p = a · θ + d``).
     c : ndarray, shape (S, N), optional
         Draws of the guessing floors (3PL).
     weights : ndarray, shape (N,), optional
@@ -46,7 +54,7 @@ class ItemBank:
         adds ``τ ρ`` with ``ρ`` the share of the score still unanswered
         (:mod:`coreval.adaptive.estimate`; 0 for the pure posterior predictive).
     grid : ndarray, shape (G,)
-        Ability quadrature nodes.
+        Ability quadrature nodes (D = 1; with D ≥ 2 each test places its own).
     """
 
     items: np.ndarray
@@ -61,16 +69,20 @@ class ItemBank:
 
     def __post_init__(self) -> None:
         items = np.asarray(self.items).astype(str)
-        a = np.atleast_2d(np.asarray(self.a, dtype=float))
+        a = np.asarray(self.a, dtype=float)
+        a = a[None] if a.ndim == 1 else a
+        if a.ndim == 3 and a.shape[2] == 1:
+            a = a[:, :, 0]
         d = np.atleast_2d(np.asarray(self.d, dtype=float))
         n = len(items)
-        if a.shape != d.shape or a.shape[1] != n:
-            raise ValidationError(f"item bank: a {a.shape} and d {d.shape} must both be "
-                                  f"(draws, {n} items)")
+        if a.ndim not in (2, 3) or a.shape[:2] != d.shape or d.shape[1] != n:
+            raise ValidationError(f"item bank: a {a.shape} must be (draws, {n} items) or "
+                                  f"(draws, {n} items, dims), and d {d.shape} (draws, {n} "
+                                  f"items)")
         if len(set(items)) != n:
             raise ValidationError("item bank: duplicate item ids")
         c = None if self.c is None else np.broadcast_to(
-            np.asarray(self.c, dtype=float), a.shape).copy()
+            np.asarray(self.c, dtype=float), d.shape).copy()
         params = [a, d] + ([] if c is None else [c])
         if not all(np.isfinite(v).all() for v in params):
             raise ValidationError("item bank: item parameters must be finite")
@@ -85,30 +97,44 @@ class ItemBank:
         for name, value in (("items", items), ("a", a), ("d", d), ("c", c), ("weights", w),
                             ("groups", groups), ("grid", np.asarray(self.grid, float))):
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "probs", self.probs_at(self.grid))  # (S, G, N)
+        # (S, G, N) on the fixed grid (D = 1); None with D >= 2 (nodes per test)
+        object.__setattr__(self, "probs",
+                           self.probs_at(self.grid) if self.dims == 1 else None)
         # Criteria of the named rules before any answer: the same for every test of the
         # bank, so computed once (next_items fills it).
         object.__setattr__(self, "prior_criteria", {})
 
+    @property
+    def dims(self) -> int:
+        """Latent dimensions D of the bank's model."""
+        return 1 if self.a.ndim == 2 else self.a.shape[2]
+
     def probs_at(self, theta: np.ndarray | float) -> np.ndarray:
         """``P(correct)`` of every item under every draw at abilities ``theta``.
 
-        ``c + (1 - c) σ(a θ + d)`` (2PL without ``c``), clipped to ``[1e-9, 1 - 1e-9]``
-        as the node probabilities are; shape ``(S, len(theta), N)``, or ``(S, N)`` for a
-        scalar ``theta``.
+        ``c + (1 - c) σ(a · θ + d)`` (2PL without ``c``), clipped to ``[1e-9, 1 - 1e-9]``
+        as the node probabilities are. D = 1: ``theta`` a scalar (result ``(S, N)``) or
+        ``(G,)`` (``(S, G, N)``); D ≥ 2: ``(D,)`` or ``(G, D)``, the same shapes.
         """
         t = np.asarray(theta, dtype=float)
-        z = np.clip(self.a[:, None, :] * np.atleast_1d(t)[None, :, None]
-                    + self.d[:, None, :], -LOGIT_CLIP, LOGIT_CLIP)
-        p = expit(z)
+        single = t.ndim == (0 if self.dims == 1 else 1)
+        if self.dims == 1:
+            z = self.a[:, None, :] * np.atleast_1d(t)[None, :, None] + self.d[:, None, :]
+        else:
+            nodes = np.atleast_2d(t)
+            if nodes.ndim != 2 or nodes.shape[1] != self.dims:
+                raise ValidationError(f"abilities must have {self.dims} coordinates, got "
+                                      f"shape {t.shape}")
+            z = np.matmul(nodes, self.a.transpose(0, 2, 1)) + self.d[:, None, :]
+        p = expit(np.clip(z, -LOGIT_CLIP, LOGIT_CLIP))
         if self.c is not None:
             p = self.c[:, None, :] + (1.0 - self.c[:, None, :]) * p
         p = np.clip(p, 1e-9, 1.0 - 1e-9)
-        return p[:, 0, :] if t.ndim == 0 else p
+        return p[:, 0, :] if single else p
 
     @property
     def log_probs(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(log p, log(1 - p))`` on the nodes, computed on first use and kept.
+        """``(log p, log(1 - p))`` on the fixed grid (D = 1), computed on first use and kept.
 
         The KL rule reads them at every step; most rules never need them, so they are
         not made with ``probs``.
@@ -139,7 +165,7 @@ class ItemBank:
     @classmethod
     def from_fit(cls, irt_fit, matrix: ScoreMatrix | None = None, *,
                  max_draws: int = MAX_DRAWS, tau: float = 0.0) -> ItemBank:
-        """A bank from a fitted 1-D logistic IRT model (:class:`coreval.irt.IRTFit`).
+        """A bank from a fitted logistic IRT model (:class:`coreval.irt.IRTFit`), D ≥ 1.
 
         Parameters
         ----------
@@ -157,13 +183,15 @@ class ItemBank:
         if not spec.logistic:
             raise ValidationError(f"adaptive testing needs a logistic IRT model (1pl, 2pl, 3pl); "
                                   f"the fit is {irt_fit.link!r}")
-        if irt_fit.dims != 1:
-            raise ValidationError(f"adaptive testing by quadrature needs a 1-D model; the fit "
-                                  f"has {irt_fit.dims} dimensions")
         draws = irt_fit.item_draws()
         d = np.asarray(draws["d"], dtype=float)
         a = draws.get("a")
-        a = np.ones_like(d) if a is None else np.asarray(a, dtype=float).reshape(d.shape)
+        if a is None:
+            a = np.ones_like(d)
+        elif irt_fit.dims == 1:
+            a = np.asarray(a, dtype=float).reshape(d.shape)
+        else:
+            a = np.asarray(a, dtype=float).reshape(*d.shape, irt_fit.dims)
         c = spec.guessing(draws)
         c = None if c is None else np.broadcast_to(np.asarray(c, dtype=float), d.shape)
         keep = np.unique(np.linspace(0, d.shape[0] - 1, min(max_draws, d.shape[0])).round()

@@ -31,7 +31,7 @@ def active_nodes(state: AdaptiveState) -> tuple[np.ndarray, np.ndarray]:
     """Weights ``π`` (K,) and probabilities ``p`` (K, N) of the nodes that carry weight."""
     w = state.weights().ravel()
     keep = np.flatnonzero(w > NODE_TOLERANCE * w.max())
-    probs = state.bank.probs.reshape(-1, state.bank.n_items)[keep]
+    probs = state.probs.reshape(-1, state.bank.n_items)[keep]
     return w[keep] / w[keep].sum(), probs
 
 

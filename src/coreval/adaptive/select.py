@@ -8,7 +8,10 @@ Rules
 -----
 ``fisher``
     Fisher information at the posterior mean ability, averaged over the item-parameter
-    draws by their posterior weight (Lord 1980; the catsim / mirtCAT default).
+    draws by their posterior weight (Lord 1980; the catsim / mirtCAT default). With
+    D ≥ 2 abilities the information is a matrix, and the rule maximises the determinant
+    of the posterior precision plus the item's information (D-optimality, Segall 1996;
+    mirtCAT's ``"Drule"``).
 ``kl``
     Posterior-weighted Kullback-Leibler information (Chang & Ying 1996):
     ``Σ_k π_k KL(p_i(θ̂) ‖ p_i(θ_k))``.
@@ -39,12 +42,21 @@ def fisher_information(state: AdaptiveState) -> np.ndarray:
     """Fisher information of each unasked item at the posterior mean ability.
 
     3PL: ``I = a² (q/p) ((p - c)/(1 - c))²``, which is ``a² p q`` without guessing.
+    D ≥ 2: the item's information matrix is ``f a a'`` (``f`` the factor above without
+    ``a²``), and ``det(P + f a a') = det(P) (1 + f a' Σ a)`` with ``P = Σ⁻¹`` the
+    posterior precision (matrix determinant lemma), so the D-optimal criterion is
+    ``f a' Σ a`` (Segall 1996), averaged over the draws; with D = 1 it is ``Σ`` times the
+    information, the same order.
     """
     bank = state.bank
     theta, _ = state.theta_moments()
     draw_weight = state.weights().sum(axis=1)                    # (S,)
     rest = state.unasked
     a, d = bank.a[:, rest], bank.d[:, rest]
+    if bank.dims > 1:
+        z = np.clip(a @ theta + d, -30.0, 30.0)
+        spread = np.einsum("snk,kl,snl->sn", a, state.theta_covariance(), a)   # a' Σ a
+        return draw_weight @ (_information_factor(bank, rest, z) * spread)
     z = np.clip(a * theta + d, -30.0, 30.0)
     p_star = 1.0 / (1.0 + np.exp(-z))
     if bank.c is None:
@@ -71,7 +83,7 @@ def kl_information(state: AdaptiveState) -> np.ndarray:
     bank = state.bank
     pi = state.weights()                                          # (S, G)
     theta, _ = state.theta_moments()
-    log_p, log_q = bank.log_probs                                 # (S, G, N) each
+    log_p, log_q = state.log_probs                                # (S, G, N) each
     p_hat = bank.probs_at(theta)                                  # (S, N)
     q_hat = 1.0 - p_hat
     expected_log_p = np.matmul(pi[:, None, :], log_p)[:, 0, :]    # (S, N)
@@ -113,6 +125,16 @@ def score_variance_reduction(state: AdaptiveState) -> np.ndarray:
     p1 = np.clip(e_p, 1e-12, 1 - 1e-12)
     expected = e_m2 + e_n - s1**2 / p1 - s0**2 / (1.0 - p1)
     return var_now - expected
+
+
+def _information_factor(bank, rest: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``p* q*`` (2PL) or ``(q/p) ((p - c)/(1 - c))²`` (3PL) at logits ``z`` (S, U)."""
+    p_star = 1.0 / (1.0 + np.exp(-z))
+    if bank.c is None:
+        return p_star * (1.0 - p_star)
+    c = bank.c[:, rest]
+    p = c + (1.0 - c) * p_star
+    return ((1.0 - p) / p) * ((p - c) / (1.0 - c)) ** 2
 
 
 RULES: dict[str, Rule] = {"fisher": fisher_information, "kl": kl_information,

@@ -9,6 +9,12 @@ the joint posterior of (item parameters, ability) given the source fit and the n
 model's answers, by quadrature over θ (Bock & Mislevy 1982) and the fit's draws over
 the item parameters. Item-parameter uncertainty is therefore propagated, and answers
 that some draws explain better shift the weight towards those draws.
+
+With D = 1 the nodes are the bank's fixed grid and :func:`update` adds the answers'
+log-likelihood to the weights. With D ≥ 2 abilities are vectors and each update moves
+the nodes to where the posterior now is (:mod:`coreval.adaptive.laplace`: adaptive
+Gauss-Hermite quadrature around the Laplace approximation, with the same joint
+posterior over draws and nodes).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from coreval.adaptive.bank import ItemBank
+from coreval.adaptive.laplace import adaptive_nodes
 from coreval.errors import ValidationError
 
 
@@ -39,6 +46,10 @@ class AdaptiveState:
         :func:`init`: under exposure control an item is administered only when
         ``u_i < k_i`` (:func:`coreval.adaptive.next_items`), so an item passed over
         once stays passed over for the rest of the test (Sympson & Hetter 1985).
+    nodes : ndarray, shape (G, D)
+        The ability nodes (the bank's grid when D = 1).
+    probs : ndarray, shape (S, G, N)
+        ``P(correct)`` of every item on every (draw, node) (the bank's table when D = 1).
     """
 
     bank: ItemBank
@@ -46,6 +57,8 @@ class AdaptiveState:
     responses: np.ndarray
     log_weight: np.ndarray
     exposure_draw: np.ndarray
+    nodes: np.ndarray
+    probs: np.ndarray
 
     @property
     def n_asked(self) -> int:
@@ -74,12 +87,31 @@ class AdaptiveState:
         w = np.exp(self.log_weight - self.log_weight.max())
         return w / w.sum()
 
-    def theta_moments(self) -> tuple[float, float]:
-        """Posterior mean and standard deviation of the ability."""
+    @property
+    def log_probs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(log p, log(1 - p))`` on the nodes (the bank's cached pair when D = 1)."""
+        if self.bank.dims == 1:
+            return self.bank.log_probs
+        return np.log(self.probs), np.log1p(-self.probs)
+
+    def theta_moments(self) -> tuple[float, float] | tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and standard deviation of the ability.
+
+        Floats when D = 1; arrays of the D coordinates' means and SDs otherwise.
+        """
         marginal = self.weights().sum(axis=0)
-        grid = self.bank.grid
-        mean = float(marginal @ grid)
-        return mean, float(np.sqrt(max(0.0, marginal @ (grid - mean) ** 2)))
+        if self.bank.dims == 1:
+            grid = self.bank.grid
+            mean = float(marginal @ grid)
+            return mean, float(np.sqrt(max(0.0, marginal @ (grid - mean) ** 2)))
+        mean = marginal @ self.nodes
+        return mean, np.sqrt(np.maximum(0.0, marginal @ (self.nodes - mean) ** 2))
+
+    def theta_covariance(self) -> np.ndarray:
+        """Posterior covariance ``(D, D)`` of the ability."""
+        marginal = self.weights().sum(axis=0)
+        centred = self.nodes - marginal @ self.nodes
+        return (marginal[:, None] * centred).T @ centred
 
 
 def init(bank: ItemBank, *, seed: int = 0) -> AdaptiveState:
@@ -88,11 +120,15 @@ def init(bank: ItemBank, *, seed: int = 0) -> AdaptiveState:
     ``seed`` fixes the test's Sympson-Hetter draws (``AdaptiveState.exposure_draw``);
     give each test its own seed when exposure control is on.
     """
-    prior = -0.5 * bank.grid**2
-    log_weight = np.broadcast_to(prior, (bank.n_draws, len(bank.grid))).copy()
-    return AdaptiveState(bank=bank, asked=np.empty(0, dtype=np.intp),
-                         responses=np.empty(0), log_weight=log_weight,
-                         exposure_draw=np.random.default_rng(seed).random(bank.n_items))
+    asked, responses = np.empty(0, dtype=np.intp), np.empty(0)
+    if bank.dims == 1:
+        nodes, probs = bank.grid[:, None], bank.probs
+        log_weight = np.broadcast_to(-0.5 * bank.grid**2, (bank.n_draws, len(bank.grid))).copy()
+    else:
+        nodes, probs, log_weight = adaptive_nodes(bank, asked, responses, np.zeros(bank.dims))
+    return AdaptiveState(bank=bank, asked=asked, responses=responses, log_weight=log_weight,
+                         exposure_draw=np.random.default_rng(seed).random(bank.n_items),
+                         nodes=nodes, probs=probs)
 
 
 def update(state: AdaptiveState, items, responses) -> AdaptiveState:
@@ -121,8 +157,13 @@ def update(state: AdaptiveState, items, responses) -> AdaptiveState:
     if repeated or len(set(positions.tolist())) != len(positions):
         names = sorted(bank.items[list(repeated)] if repeated else bank.items[positions])
         raise ValidationError(f"items answered twice: {', '.join(names[:5])}")
+    asked = np.concatenate([state.asked, positions])
+    answers = np.concatenate([state.responses, y])
+    if bank.dims > 1:
+        mean, _ = state.theta_moments()
+        nodes, probs, log_weight = adaptive_nodes(bank, asked, answers, mean)
+        return replace(state, asked=asked, responses=answers, log_weight=log_weight,
+                       nodes=nodes, probs=probs)
     p = bank.probs[:, :, positions]                              # (S, G, b)
     loglik = np.log(np.where(y == 1.0, p, 1.0 - p)).sum(axis=2)   # (S, G)
-    return replace(state, asked=np.concatenate([state.asked, positions]),
-                   responses=np.concatenate([state.responses, y]),
-                   log_weight=state.log_weight + loglik)
+    return replace(state, asked=asked, responses=answers, log_weight=state.log_weight + loglik)

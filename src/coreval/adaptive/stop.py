@@ -31,10 +31,10 @@ def max_items(n: int) -> StopRule:
 
 
 def theta_sd(threshold: float) -> StopRule:
-    """Stop once the ability's posterior SD is at most ``threshold``."""
+    """Stop once the ability's posterior SD is at most ``threshold`` (D ≥ 2: on every axis)."""
     if not threshold > 0:
         raise ValidationError(f"theta_sd needs a positive threshold, got {threshold!r}")
-    return lambda state: state.theta_moments()[1] <= threshold
+    return lambda state: bool(np.max(state.theta_moments()[1]) <= threshold)
 
 
 def score_width(width: float = 0.04, level: float = 0.9) -> StopRule:

@@ -466,11 +466,14 @@ def adapt_cmd(
                                              "items (exposure control).")] = 1,
     level: Annotated[float, typer.Option(callback=open_unit, help="Interval level.")] = 0.9,
     model: Annotated[str, typer.Option(help="Logistic IRT model: 2pl, 3pl, 1pl.")] = "2pl",
+    dims: Annotated[int, typer.Option(min=1, help="Latent dimensions of the IRT model (2 "
+                                      "or more: the ability posterior by adaptive "
+                                      "Gauss-Hermite quadrature).")] = 1,
     fit_method: Annotated[str, typer.Option(help="IRT fit: svi, map or nuts.")] = "svi",
     num_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of the fit.")] = 2000,
     tau: Annotated[str, typer.Option(help="Misfit sd of a score predicted from no answers, "
                                      "scaled by the share still unanswered: 'cv' (learnt from "
-                                     "adaptive tests of held-out known models, 5 folds) or a "
+                                     "adaptive tests of held-out known models, 10 folds) or a "
                                      "number (0: the IRT model taken as exact).")] = "cv",
     seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="Seed.")] = 0,
     data_dir: DataDirOpt = None,
@@ -521,7 +524,7 @@ def adapt_cmd(
     # width stop, learnt where those tests stop: coreval.adaptive.misfit).
     stop_width = width if width > 0 else None
     fitted = fit_pipeline(get_method(f"cat-{rule}"), source, n_max, seed=seed, model=model,
-                          fit_method=fit_method, num_steps=num_steps, tau=tau_value,
+                          dims=dims, fit_method=fit_method, num_steps=num_steps, tau=tau_value,
                           width=stop_width, level=level, batch=batch,
                           randomesque=randomesque, calibration="native")
     bank = fitted.predictor.bank_

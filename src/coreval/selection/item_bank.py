@@ -25,7 +25,7 @@ class ItemBankSelector(Selector):
     k : int
         Items each target model answers (at most).
     irt : IRTFitSpec
-        The IRT fit of the source models (a 1-D logistic model).
+        The IRT fit of the source models (a logistic model, D ≥ 1).
     seed : int
     show_progress : bool, optional
 
