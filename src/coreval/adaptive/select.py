@@ -58,14 +58,7 @@ def fisher_information(state: AdaptiveState) -> np.ndarray:
         spread = np.einsum("snk,kl,snl->sn", a, state.theta_covariance(), a)   # a' Σ a
         return draw_weight @ (_information_factor(bank, rest, z) * spread)
     z = np.clip(a * theta + d, -30.0, 30.0)
-    p_star = 1.0 / (1.0 + np.exp(-z))
-    if bank.c is None:
-        info = a**2 * p_star * (1.0 - p_star)
-    else:
-        c = bank.c[:, rest]
-        p = c + (1.0 - c) * p_star
-        info = a**2 * ((1.0 - p) / p) * ((p - c) / (1.0 - c)) ** 2
-    return draw_weight @ info
+    return draw_weight @ (a**2 * _information_factor(bank, rest, z))
 
 
 def kl_information(state: AdaptiveState) -> np.ndarray:
