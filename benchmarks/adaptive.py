@@ -337,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bank-dims", type=int, default=1,
                         help="latent dimensions of the adaptive tests' item bank (D >= 2: "
                              "adaptive Gauss-Hermite quadrature, coreval.adaptive.laplace)")
+    parser.add_argument("--choose-dims", action="store_true",
+                        help="adaptive tests choose a 1-D or a 2-D bank in each run "
+                             "(AdaptivePredictor(choose_dims=True))")
     parser.add_argument("--width", type=float, default=0.04)
     parser.add_argument("--width-targets", type=int, default=30,
                         help="targets of each split that run the width-stopped tests (the "
@@ -355,16 +358,18 @@ def main(argv: list[str] | None = None) -> int:
     defaults = vars(parser.parse_args([]))
     # the options that change which rows are made, where they differ from the defaults
     args.method_flags = " ".join(
-        f"--{key.replace('_', '-')} " + (" ".join(map(str, value)) if isinstance(value, list)
-                                         else str(value))
+        f"--{key.replace('_', '-')}" + ("" if value is True else " " + (
+            " ".join(map(str, value)) if isinstance(value, list) else str(value)))
         for key, value in vars(args).items()
         if key in ("static", "rules", "exposure_rules", "max_exposure", "bank_dims",
-                   "start_methods", "tag")
+                   "choose_dims", "start_methods", "tag")
         and value != defaults[key])
     if args.bank_dims != 1:
         from coreval.irt.source_fit import BAYES_FIT
 
         ADAPTIVE_OPTIONS["irt"] = BAYES_FIT.replace(dims=args.bank_dims)
+    if args.choose_dims:
+        ADAPTIVE_OPTIONS["choose_dims"] = True
     raw = RESULTS / "raw" / args.tag
     raw.mkdir(parents=True, exist_ok=True)
     if not args.report_only:

@@ -197,9 +197,53 @@ def test_cli_adapt_replays_answers_through_a_two_dimensional_bank(tmp_path):
             "--tau", "0", "--rule", "fisher"]
     out = runner.invoke(app, [*args, "--dims", "2"])
     assert out.exit_code == 0, out.output
+    chosen = runner.invoke(app, [*args, "--choose-dims"])
+    assert chosen.exit_code != 0 and "choose_dims needs tau='cv'" in chosen.output, chosen.output
     result = json.loads(out.output)
     assert result["items_used"] == 12 and result["lower"] <= result["score"] <= result["upper"]
     assert len(set(result["items"])) == 12
     # D-optimality spreads the items over both dimensions' halves of the bank
     positions = [list(items).index(i) for i in result["items"]]
     assert 0 < sum(p < 20 for p in positions) < 12
+
+
+def _two_ability_matrix(rng, n_models, n_items):
+    from coreval.data.matrix import ScoreMatrix
+
+    a = np.abs(rng.normal(1.5, 0.3, (n_items, 2)))
+    a[: n_items // 2, 1] = 0.0
+    a[n_items // 2:, 0] = 0.0
+    theta = rng.normal(size=(n_models, 2))
+    y = rng.random((n_models, n_items)) < expit(theta @ a.T + rng.normal(0, 1, n_items))
+    return ScoreMatrix(y.astype(float))
+
+
+@pytest.mark.parametrize("k, width", [(10, None), (20, 0.35)])
+def test_choose_dims_takes_the_two_dimensional_bank_on_two_dimensional_data(k, width):
+    from coreval.base import FitCache
+    from coreval.methods import get_method
+    from coreval.pipeline import fit_method
+
+    source = _two_ability_matrix(np.random.default_rng(2), 70, 40)
+    fitted = fit_method(get_method("cat-score"), source, k, seed=0, cache=FitCache(),
+                        fit_method="map", num_steps=300, tau_folds=3, choose_dims=True,
+                        width=width)
+    predictor = fitted.predictor
+    crit = predictor.dims_criterion_
+    assert set(crit) == {1, 2} and crit[2] < crit[1], crit
+    assert predictor.irt_spec_.dims == 2 and predictor.bank_.dims == 2
+    if width is None:  # the criterion is the held-out tests' RMSE, of the order of the error
+        assert 0.0 < crit[2] < 0.2
+    else:              # the mean items of the replayed stops, within the budget
+        assert 1.0 <= crit[2] <= k
+
+
+def test_choose_dims_needs_the_misfit_folds():
+    from coreval.base import FitCache
+    from coreval.methods import get_method
+    from coreval.pipeline import fit_method
+
+    source = _two_ability_matrix(np.random.default_rng(3), 30, 20)
+    with pytest.raises(ValidationError, match="choose_dims needs tau='cv'"):
+        fit_method(get_method("cat-score"), source, 5, seed=0, cache=FitCache(),
+                   fit_method="map", num_steps=100, tau=0.0, choose_dims=True)

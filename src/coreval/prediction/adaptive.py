@@ -19,7 +19,7 @@ from coreval.adaptive import (
     score_width,
 )
 from coreval.adaptive.estimate import misfit_sd, score_moments, unasked_share
-from coreval.adaptive.misfit import width_stop_misfit
+from coreval.adaptive.misfit import stopped_coverage, width_stop_misfit
 from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.base.conformal import conformal_inflation
 from coreval.data.matrix import ScoreMatrix
@@ -104,6 +104,16 @@ class AdaptivePredictor(Predictor):
         0.908, 0.897 and 0.882, at about the same time.
     irt : IRTFitSpec
         The IRT fit (the bank selector's, through the caller's cache).
+    choose_dims : bool
+        Also build the bank from a 2-D fit (``irt`` with ``dims=2``; its ability posterior
+        by adaptive quadrature, :mod:`coreval.adaptive.laplace`) and keep whichever
+        bank's held-out source tests, the ones ``tau="cv"`` runs anyway, do better: the
+        lower out-of-fold RMSE at the budget, or with ``width`` the fewer items asked
+        under the stop with the τ learnt for each (both then cover ``level`` of the
+        held-out tests). A tie keeps the 1-D bank. The choice uses the source models
+        only, inside each run (as irt-bayes' ``choose_dims``). Needs ``tau="cv"`` and a
+        1-D ``irt``. Cost: the misfit folds and the final fit twice, the 2-D ones slower
+        (each answer moves the quadrature nodes).
     level : float
     seed : int
     show_progress : bool, optional
@@ -111,6 +121,12 @@ class AdaptivePredictor(Predictor):
     Attributes
     ----------
     bank_ : ItemBank
+    irt_spec_ : IRTFitSpec
+        The IRT fit the bank comes from (``irt``, or its 2-D version chosen by
+        ``choose_dims``).
+    dims_criterion_ : dict or None
+        With ``choose_dims``: each candidate's criterion (out-of-fold RMSE, or mean
+        items at the width stop), keyed by D.
     tau_ : float
         The misfit standard deviation in use.
     exposure_ : ndarray or None
@@ -133,7 +149,7 @@ class AdaptivePredictor(Predictor):
     def __init__(self, *, rule: str = "score", width: float | None = None, batch: int = 1,
                  randomesque: int = 1, max_exposure: float | None = None,
                  tau: float | str = "cv", tau_folds: int = 10,
-                 irt: IRTFitSpec = BAYES_FIT,
+                 irt: IRTFitSpec = BAYES_FIT, choose_dims: bool = False,
                  level: float = 0.9, seed: int = 0, show_progress: bool | None = None) -> None:
         self.rule = rule
         self.width = width
@@ -143,6 +159,7 @@ class AdaptivePredictor(Predictor):
         self.tau = tau
         self.tau_folds = tau_folds
         self.irt = irt
+        self.choose_dims = choose_dims
         self.level = level
         self.seed = seed
         self.show_progress = show_progress
@@ -157,11 +174,23 @@ class AdaptivePredictor(Predictor):
             raise ValidationError(f"tau_folds must be at least 2, got {self.tau_folds}")
         if self.max_exposure is not None and not 0 < self.max_exposure <= 1:
             raise ValidationError(f"max_exposure must be in (0, 1], got {self.max_exposure!r}")
-        irt_fit = fit_source_irt(source, self.irt, seed=self.seed, cache=self.cache_,
+        if self.choose_dims and (self.tau != "cv" or self.irt.dims != 1):
+            raise ValidationError("choose_dims needs tau='cv' (its held-out tests are the "
+                                  f"criterion) and a 1-D irt; got tau={self.tau!r}, "
+                                  f"dims={self.irt.dims}")
+        specs = [self.irt] + ([self.irt.replace(dims=2)] if self.choose_dims else [])
+        found = {}
+        for spec in specs:
+            found[spec.dims] = (self._misfit(source, spec) if self.tau == "cv"
+                                else (float(self.tau), np.nan))
+        self.dims_criterion_ = ({dims: float(v[1]) for dims, v in found.items()}
+                                if self.choose_dims else None)
+        best = min(found, key=lambda dims: (np.nan_to_num(found[dims][1], nan=np.inf), dims))
+        self.irt_spec_ = self.irt.replace(dims=best)
+        self.tau_ = found[best][0]
+        irt_fit = fit_source_irt(source, self.irt_spec_, seed=self.seed, cache=self.cache_,
                                  show_progress=self.show_progress)
-        bank = ItemBank.from_fit(irt_fit, source)
-        self.tau_ = self._misfit(source) if self.tau == "cv" else float(self.tau)
-        self.bank_ = self._bank(bank, coreset.indices, self.tau_)
+        self.bank_ = self._bank(ItemBank.from_fit(irt_fit, source), coreset.indices, self.tau_)
         self.exposure_ = None if self.max_exposure is None else calibrate_exposure(
             self.bank_, float(self.max_exposure), n_items=min(int(coreset.max_items),
                                                               self.bank_.n_items),
@@ -176,39 +205,48 @@ class AdaptivePredictor(Predictor):
                         weights=bank.weights[cols],
                         groups=None if bank.groups is None else bank.groups[cols], tau=tau)
 
-    def _misfit(self, source: ScoreMatrix) -> float:
-        """``τ`` by split conformal on out-of-fold adaptive tests (see ``tau``)."""
+    def _misfit(self, source: ScoreMatrix, irt: IRTFitSpec) -> tuple[float, float]:
+        """``τ`` by split conformal on out-of-fold adaptive tests (see ``tau``) over the bank
+        of ``irt``, and the tests' criterion for ``choose_dims`` (their RMSE; NaN where
+        there are none)."""
         ok = np.flatnonzero(~np.isnan(source.values).any(axis=1))
         if len(ok) < 2:
-            return 0.0
+            return 0.0, np.nan
+        params = {"tau": 0.0, "irt": irt, "choose_dims": False}
         if self.width is not None:
-            return self._width_misfit(source, ok)
+            return self._width_misfit(source, ok, params)
         oof = out_of_fold(source, self.refit_, folds=int(self.tau_folds), seed=self.seed,
-                          rows=ok, params={"tau": 0.0}, show_progress=self.show_progress,
+                          rows=ok, params=params, show_progress=self.show_progress,
                           desc="adaptive misfit folds", collect=_unasked_shares)
         if len(oof.rows) == 0 or oof.variance is None:
-            return 0.0
+            return 0.0, np.nan
+        rmse = float(np.sqrt(np.mean(oof.residuals ** 2)))
         shares = oof.collected.ravel()
         keep = shares > 0  # a model that answered every item has no misfit to learn from
         if not keep.any():
-            return 0.0
+            return 0.0, rmse
         return float(np.sqrt(conformal_inflation(oof.residuals[keep] ** 2,
                                                  oof.variance[keep], self.level,
-                                                 scales=shares[keep])))
+                                                 scales=shares[keep]))), rmse
 
-    def _width_misfit(self, source: ScoreMatrix, rows: np.ndarray) -> float:
+    def _width_misfit(self, source: ScoreMatrix, rows: np.ndarray,
+                      params: dict) -> tuple[float, float]:
         """``τ`` for the width stop: held-out tests run to the budget with ``τ = 0``, their
         trajectories replayed under each candidate ``τ``
-        (:func:`coreval.adaptive.misfit.width_stop_misfit`)."""
+        (:func:`coreval.adaptive.misfit.width_stop_misfit`); and the mean number of items
+        the replayed stops ask under that ``τ``."""
         oof = out_of_fold(source, self.refit_, folds=int(self.tau_folds), seed=self.seed,
-                          rows=rows, params={"tau": 0.0, "width": None},
+                          rows=rows, params={**params, "width": None},
                           show_progress=self.show_progress, desc="adaptive misfit folds",
                           collect=_padded_paths)
         if len(oof.rows) == 0:
-            return 0.0
+            return 0.0, np.nan
         means, variances, shares = np.split(oof.collected, 3, axis=1)
-        return width_stop_misfit(oof.truth, means, variances, shares, width=float(self.width),
-                                 level=self.level)
+        tau = width_stop_misfit(oof.truth, means, variances, shares, width=float(self.width),
+                                level=self.level)
+        steps, _ = stopped_coverage(tau, oof.truth, means, variances, shares,
+                                    width=float(self.width), level=self.level)
+        return tau, float(np.mean(steps)) * int(self.batch)
 
     @property
     def stop_(self):
