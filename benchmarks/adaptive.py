@@ -114,6 +114,7 @@ def method_row(name, source, target, k, seed, cache, label=None, n_rows=None, ca
     if hasattr(predictor, "asked_"):
         extra["max_exposure"] = float(predictor.asked_.mean(axis=0).max())
         extra["tau_misfit"] = float(predictor.tau_)
+        extra["bank_dims"] = int(predictor.irt_spec_.dims)
     if cap is not None:
         extra["capped"] = float(np.mean(np.asarray(used) >= cap))
     return fitted, _metrics(label or name, target.summary_scores()[:len(rows)], pred.mean,
@@ -500,7 +501,9 @@ def _cell(value, fmt):
 def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
                 figure: Path) -> str:
     cols = ["rmse_pp", "tau", "coverage90", "width90_pp", "items", "seconds"]
-    extra = [c for c in ("max_exposure", "tau_misfit", "start_sd", "flips") if c in table]
+    extra = [c for c in ("max_exposure", "tau_misfit", "bank_dims", "start_sd", "flips")
+             if c in table]
+    dims_col = args.choose_dims  # the bank's D, chosen in each run
     mean = table.groupby(["dataset", "budget", "k", "method"], sort=False)[
         cols + extra].mean().reset_index()
     seeds = sorted(table["seed"].unique().tolist())
@@ -528,6 +531,10 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
                 f"flips) are over {args.starts} random starts on the first "
                 f"{args.start_targets} targets. " if args.starts > 1 else "")
              + "`τ misfit` is the learnt τ (pp). "
+             + ("`bank D`: the latent dimensions of the bank each run chose "
+                "(`choose_dims=True`: a 1-D and a 2-D bank run the misfit folds, and the one "
+                "whose held-out source tests did better is kept). " if args.choose_dims
+                else "")
              + (f"The adaptive tests' item bank is a {args.bank_dims}-dimensional 2PL "
                 "(ability posterior by adaptive Gauss-Hermite quadrature around the Laplace "
                 "approximation, `coreval.adaptive.laplace`). " if args.bank_dims != 1 else "")
@@ -540,15 +547,17 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
         lines += [f"## {dataset}, budget {budget:g} (k = {k})", "",
                   f"Seeds {seeds_of[(dataset, budget)]}.", "",
                   "| method | RMSE (pp) | τ | coverage90 | width90 (pp) | items | seconds "
-                  "| max exp. | τ misfit | start sd | flips |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| max exp. | τ misfit | " + ("bank D | " if dims_col else "")
+                  + "start sd | flips |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if dims_col else "")]
         for r in df.to_dict("records"):
             lines.append(
                 f"| {r['method']} | {r['rmse_pp']:.2f} | {r['tau']:.3f} "
                 f"| {r['coverage90']:.2f} | {r['width90_pp']:.2f} | {r['items']:.1f} "
                 f"| {r['seconds']:.1f} | {_cell(r.get('max_exposure'), '.2f')} "
                 f"| {_cell(100 * r['tau_misfit'] if 'tau_misfit' in r else np.nan, '.2f')} "
-                f"| {_cell(r.get('start_sd'), '.2f')} | {_cell(r.get('flips'), '.3f')} |")
+                + (f"| {_cell(r.get('bank_dims'), 'g')} " if dims_col else "")
+                + f"| {_cell(r.get('start_sd'), '.2f')} | {_cell(r.get('flips'), '.3f')} |")
         static = df[~df["method"].str.startswith("cat-") & ~df["method"].str.contains("@")]
         adaptive = df[df["method"].isin(args.rules)]
         best_s = static.loc[static["rmse_pp"].idxmin()]
