@@ -81,8 +81,9 @@ def laplace_approximation(a: np.ndarray, d: np.ndarray, c: np.ndarray | None, y:
         precision = eye + a.T @ ((slope**2 / (p * (1.0 - p)))[:, None] * a)
         step = np.linalg.solve(precision, gradient)
         # halve a step that would lower the log posterior (3PL: not concave)
+        current = _log_posterior(a, d, c, y, theta)
         for _ in range(30):
-            if _log_posterior(a, d, c, y, theta + step) >= _log_posterior(a, d, c, y, theta) - 1e-12:
+            if _log_posterior(a, d, c, y, theta + step) >= current - 1e-12:
                 break
             step = step / 2.0
         theta = theta + step
