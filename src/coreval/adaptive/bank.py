@@ -6,7 +6,7 @@ keeps ``S`` posterior draws of every item's ``(a, d, c)`` so that the test propa
 item-parameter uncertainty. With D = 1 it precomputes the response probabilities on a
 fixed ability grid, ``p[s, g, i] = c + (1 - c) σ(a θ_g + d)``, which every later step
 reuses; with D ≥ 2 the nodes follow each test's posterior (adaptive Gauss-Hermite
-quadrature around the Laplace approximation, :mod:`coreval.adaptive.state`), since a
+quadrature around the Laplace approximation, :mod:`coreval.adaptive.laplace`), since a
 fixed product grid fine enough for a long test would hold ``S × G^D × N`` probabilities.
 """
 
