@@ -23,6 +23,7 @@ matrix products, and no library offers adaptive quadrature over a caller's likel
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -32,16 +33,19 @@ from scipy.special import expit
 from coreval.irt.logistic import LOGIT_CLIP
 
 
+@functools.cache
 def gauss_hermite_nodes(dims: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Product Gauss-Hermite rule for ``N(0, I_dims)``: nodes ``(n^dims, dims)``, log weights.
 
     The weights sum to 1, so ``Σ_k w_k f(z_k) ≈ E f(Z)``, exact for polynomials of degree
-    ``2n - 1`` in each coordinate.
+    ``2n - 1`` in each coordinate. Made once per ``(dims, n)`` (every update of every
+    test reuses it); the arrays are read-only.
     """
     z, w = hermegauss(n)
     log_w = np.log(w / w.sum())
     nodes = np.array(list(itertools.product(z, repeat=dims)), dtype=float)
     log_weights = np.array([sum(c) for c in itertools.product(log_w, repeat=dims)])
+    nodes.flags.writeable = log_weights.flags.writeable = False
     return nodes, log_weights
 
 

@@ -100,7 +100,7 @@ class AdaptiveState:
         Floats when D = 1; arrays of the D coordinates' means and SDs otherwise.
         """
         marginal = self.weights().sum(axis=0)
-        if self.bank.dims == 1:
+        if self.bank.dims == 1:  # on the grid vector, so D = 1 keeps its exact numbers
             grid = self.bank.grid
             mean = float(marginal @ grid)
             return mean, float(np.sqrt(max(0.0, marginal @ (grid - mean) ** 2)))
