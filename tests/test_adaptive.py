@@ -530,3 +530,23 @@ def test_width_stopped_tests_learn_tau_where_they_stop():
         grid[:, j, :len(path)] = path.T
     steps, _ = stopped_coverage(stopped.predictor.tau_, truth, *grid, width=0.15)
     np.testing.assert_array_equal(steps, stopped.predictor.items_used_)
+
+
+def test_stopped_widths_is_the_stop_rule_interval_at_each_stop():
+    from coreval.adaptive.misfit import stopped_coverage, stopped_widths
+
+    rng = np.random.default_rng(4)
+    variances = np.sort(rng.uniform(1e-4, 4e-3, (6, 9)), axis=1)[:, ::-1]
+    shares = np.tile(np.linspace(1.0, 0.2, 9), (6, 1))
+    truth, means = rng.uniform(0.3, 0.7, 6), rng.uniform(0.3, 0.7, (6, 9))
+    tau, width = 0.05, 0.15
+    steps, _ = stopped_coverage(tau, truth, means, variances, shares, width=width)
+    widths = stopped_widths(tau, variances, shares, steps)
+    z = norm.ppf(0.95)
+    for i, n in enumerate(steps):
+        assert widths[i] == pytest.approx(2 * z * np.sqrt(variances[i, n]
+                                                          + (tau * shares[i, n]) ** 2))
+        # a test stops at its first step narrow enough, or at its last
+        assert widths[i] <= width or n == variances.shape[1] - 1
+    with pytest.raises(ValidationError, match="one step per trajectory"):
+        stopped_widths(tau, variances, shares, steps[:-1])

@@ -231,11 +231,30 @@ def test_choose_dims_takes_the_two_dimensional_bank_on_two_dimensional_data(k, w
     predictor = fitted.predictor
     crit = predictor.dims_criterion_
     assert set(crit) == {1, 2} and crit[2] < crit[1], crit
+    assert (predictor.dims_width_ is None) == (width is None)
     assert predictor.irt_spec_.dims == 2 and predictor.bank_.dims == 2
     if width is None:  # the criterion is the held-out tests' RMSE, of the order of the error
         assert 0.0 < crit[2] < 0.2
     else:              # the mean items of the replayed stops, within the budget
         assert 1.0 <= crit[2] <= k
+
+
+def test_choose_dims_breaks_a_tie_at_the_budget_by_the_narrower_interval():
+    from coreval.base import FitCache
+    from coreval.methods import get_method
+    from coreval.pipeline import fit_method
+
+    # a width no test reaches: every held-out test of both banks runs to the budget, so
+    # the items tie and the mean width at the stop decides
+    source = _two_ability_matrix(np.random.default_rng(2), 70, 40)
+    fitted = fit_method(get_method("cat-score"), source, 12, seed=0, cache=FitCache(),
+                        fit_method="map", num_steps=300, tau_folds=3, choose_dims=True,
+                        width=1e-3)
+    predictor = fitted.predictor
+    assert predictor.dims_criterion_ == {1: 12.0, 2: 12.0}
+    widths = predictor.dims_width_
+    assert set(widths) == {1, 2} and 0.0 < widths[2] < widths[1] < 1.0, widths
+    assert predictor.irt_spec_.dims == 2
 
 
 def test_choose_dims_needs_the_misfit_folds():

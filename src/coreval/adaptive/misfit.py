@@ -95,6 +95,31 @@ def stopped_coverage(tau: float, truth, means, variances, shares, *, width: floa
     return steps, covered
 
 
+def stopped_widths(tau: float, variances, shares, steps, *, level: float = 0.9) -> np.ndarray:
+    """Width of each test's ``level`` interval at its stop: ``2 z sqrt(v_n + τ² ρ_n²)``.
+
+    Parameters
+    ----------
+    tau : float
+        Misfit standard deviation of a score predicted from no answers.
+    variances, shares : array-like, shape (n_models, n_steps)
+        Trajectories as in :func:`stopped_coverage`.
+    steps : array-like of int, shape (n_models,)
+        The step each test stops at (:func:`stopped_coverage`).
+    level : float
+        Nominal coverage of the interval.
+    """
+    v = np.atleast_2d(np.asarray(variances, dtype=float))
+    s = np.atleast_2d(np.asarray(shares, dtype=float))
+    at = np.asarray(steps, dtype=np.intp)
+    if v.shape != s.shape or at.shape != (v.shape[0],):
+        raise ValidationError(f"stopped_widths needs one step per trajectory: variances "
+                              f"{v.shape}, shares {s.shape}, steps {at.shape}")
+    rows = np.arange(v.shape[0])
+    z = float(norm.ppf(0.5 + level / 2.0))
+    return 2.0 * z * np.sqrt(v[rows, at] + (tau * s[rows, at]) ** 2)
+
+
 def width_stop_misfit(truth, means, variances, shares, *, width: float,
                       level: float = 0.9) -> float:
     """``τ`` for tests stopped by the width of the full score's interval (module docstring).

@@ -19,7 +19,7 @@ from coreval.adaptive import (
     score_width,
 )
 from coreval.adaptive.estimate import misfit_sd, score_moments, unasked_share
-from coreval.adaptive.misfit import stopped_coverage, width_stop_misfit
+from coreval.adaptive.misfit import stopped_coverage, stopped_widths, width_stop_misfit
 from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.base.conformal import conformal_inflation
 from coreval.data.matrix import ScoreMatrix
@@ -110,7 +110,9 @@ class AdaptivePredictor(Predictor):
         bank's held-out source tests, the ones ``tau="cv"`` runs anyway, do better: the
         lower out-of-fold RMSE at the budget, or with ``width`` the fewer items asked
         under the stop with the τ learnt for each (both then cover ``level`` of the
-        held-out tests). A tie keeps the 1-D bank. The choice uses the source models
+        held-out tests). With ``width``, equal items (every held-out test of both
+        banks stopped by the budget) go to the narrower mean interval at the stop,
+        again with each bank's own τ. A full tie keeps the 1-D bank. The choice uses the source models
         only, inside each run (as irt-bayes' ``choose_dims``). Needs ``tau="cv"`` and a
         1-D ``irt``. Cost: the misfit folds and the final fit twice, the 2-D ones slower
         (each answer moves the quadrature nodes).
@@ -127,6 +129,9 @@ class AdaptivePredictor(Predictor):
     dims_criterion_ : dict or None
         With ``choose_dims``: each candidate's criterion (out-of-fold RMSE, or mean
         items at the width stop), keyed by D.
+    dims_width_ : dict or None
+        With ``choose_dims`` and ``width``: each candidate's mean interval width at the
+        replayed stops (the tie-break), keyed by D.
     tau_ : float
         The misfit standard deviation in use.
     exposure_ : ndarray or None
@@ -182,10 +187,12 @@ class AdaptivePredictor(Predictor):
         found = {}
         for spec in specs:
             found[spec.dims] = (self._misfit(source, spec) if self.tau == "cv"
-                                else (float(self.tau), np.nan))
-        self.dims_criterion_ = ({dims: float(v[1]) for dims, v in found.items()}
+                                else (float(self.tau), (np.nan, np.nan)))
+        self.dims_criterion_ = ({dims: float(v[1][0]) for dims, v in found.items()}
                                 if self.choose_dims else None)
-        best = min(found, key=lambda dims: (np.nan_to_num(found[dims][1], nan=np.inf), dims))
+        self.dims_width_ = ({dims: float(v[1][1]) for dims, v in found.items()}
+                            if self.choose_dims and self.width is not None else None)
+        best = min(found, key=lambda dims: (*np.nan_to_num(found[dims][1], nan=np.inf), dims))
         self.irt_spec_ = self.irt.replace(dims=best)
         self.tau_ = found[best][0]
         irt_fit = fit_source_irt(source, self.irt_spec_, seed=self.seed, cache=self.cache_,
@@ -205,13 +212,15 @@ class AdaptivePredictor(Predictor):
                         weights=bank.weights[cols],
                         groups=None if bank.groups is None else bank.groups[cols], tau=tau)
 
-    def _misfit(self, source: ScoreMatrix, irt: IRTFitSpec) -> tuple[float, float]:
+    def _misfit(self, source: ScoreMatrix,
+                irt: IRTFitSpec) -> tuple[float, tuple[float, float]]:
         """``τ`` by split conformal on out-of-fold adaptive tests (see ``tau``) over the bank
-        of ``irt``, and the tests' criterion for ``choose_dims`` (their RMSE; NaN where
-        there are none)."""
+        of ``irt``, and the tests' criterion for ``choose_dims``: their RMSE (NaN where
+        there are none), or with ``width`` the mean items and the mean width at the stop;
+        compared in that order, lower first."""
         ok = np.flatnonzero(~np.isnan(source.values).any(axis=1))
         if len(ok) < 2:
-            return 0.0, np.nan
+            return 0.0, (np.nan, np.nan)
         params = {"tau": 0.0, "irt": irt, "choose_dims": False}
         if self.width is not None:
             return self._width_misfit(source, ok, params)
@@ -219,34 +228,35 @@ class AdaptivePredictor(Predictor):
                           rows=ok, params=params, show_progress=self.show_progress,
                           desc="adaptive misfit folds", collect=_unasked_shares)
         if len(oof.rows) == 0 or oof.variance is None:
-            return 0.0, np.nan
+            return 0.0, (np.nan, np.nan)
         rmse = float(np.sqrt(np.mean(oof.residuals ** 2)))
         shares = oof.collected.ravel()
         keep = shares > 0  # a model that answered every item has no misfit to learn from
         if not keep.any():
-            return 0.0, rmse
+            return 0.0, (rmse, np.nan)
         return float(np.sqrt(conformal_inflation(oof.residuals[keep] ** 2,
                                                  oof.variance[keep], self.level,
-                                                 scales=shares[keep]))), rmse
+                                                 scales=shares[keep]))), (rmse, np.nan)
 
     def _width_misfit(self, source: ScoreMatrix, rows: np.ndarray,
-                      params: dict) -> tuple[float, float]:
+                      params: dict) -> tuple[float, tuple[float, float]]:
         """``τ`` for the width stop: held-out tests run to the budget with ``τ = 0``, their
         trajectories replayed under each candidate ``τ``
         (:func:`coreval.adaptive.misfit.width_stop_misfit`); and the mean number of items
-        the replayed stops ask under that ``τ``."""
+        the replayed stops ask under that ``τ`` and the mean width of their intervals."""
         oof = out_of_fold(source, self.refit_, folds=int(self.tau_folds), seed=self.seed,
                           rows=rows, params={**params, "width": None},
                           show_progress=self.show_progress, desc="adaptive misfit folds",
                           collect=_padded_paths)
         if len(oof.rows) == 0:
-            return 0.0, np.nan
+            return 0.0, (np.nan, np.nan)
         means, variances, shares = np.split(oof.collected, 3, axis=1)
         tau = width_stop_misfit(oof.truth, means, variances, shares, width=float(self.width),
                                 level=self.level)
         steps, _ = stopped_coverage(tau, oof.truth, means, variances, shares,
                                     width=float(self.width), level=self.level)
-        return tau, float(np.mean(steps)) * int(self.batch)
+        widths = stopped_widths(tau, variances, shares, steps, level=self.level)
+        return tau, (float(np.mean(steps)) * int(self.batch), float(np.mean(widths)))
 
     @property
     def stop_(self):
