@@ -134,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     parser.add_argument("--n-source", type=int, default=30)
     parser.add_argument("--budget", type=float, default=0.1)
+    parser.add_argument("--out", default=str(RESULTS / "split_coverage.md"),
+                        help="markdown file to write")
     parser.add_argument("--report-only", action="store_true",
                         help="write the report from the stored parts of --methods")
     args = parser.parse_args(argv)
@@ -162,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     # the commands that stored the parts shown (a part stores the command that made it)
     commands = "`, `".join(dict.fromkeys(table.pop("command").dropna())) if "command" in table \
         else command
-    out = write_markdown(RESULTS / "split_coverage.md",
+    out = write_markdown(args.out,
                          "# Interval coverage: binned vs random split\n\n"
                          + to_markdown(table, commands, args))
     print(f"wrote {out}")
