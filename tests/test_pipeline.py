@@ -311,9 +311,12 @@ def test_auto_selection_of_metabench_compares_its_gam_on_random_items(leaderboar
     errors = [np.sqrt(np.mean((f.predict_array(x[:, f.coreset.indices]).mean - truth) ** 2))
               for f in (fitted, published)]
     assert errors[0] < errors[1]  # the check helped on the held-out targets too
-    # the random coreset keeps the GAM's own interval; the model check still compares it
-    # with the ridge, on the check's out-of-fold run of it
-    assert fitted.calibration == "native" and fitted.cv_residuals is None
+    # the GAM's jackknife+ leaves out the IRT fit behind θ̂, so even on random items the
+    # interval is the out-of-fold one: the check's own run of the random coreset, reused
+    assert fitted.calibration == "cv" and fitted.cv_residuals.shape == (1, source.n_models)
+    assert 100 * np.sqrt(np.mean(fitted.cv_residuals ** 2)) == pytest.approx(
+        fitted.selection_rmse["random"])
+    assert fitted.predict_array(x[:, fitted.coreset.indices]).interval == "cv-residual"
     assert 100 * fitted.model_check.cv_rmse == pytest.approx(fitted.selection_rmse["random"])
     assert published.model_check.ridge_rmse is not None
     # the published metabench (Fisher items from the IRT fit) goes through the same check

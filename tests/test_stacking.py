@@ -130,6 +130,21 @@ def test_auto_calibration_follows_what_the_method_is(name, expected):
     assert resolve_calibration("native", method, selector, predictor) == "native"
 
 
+@pytest.mark.parametrize("name, expected", [("metabench", "cv"), ("gp-irt", "cv"),
+                                            ("mrmr++", "native"), ("anchor-points", "native")])
+def test_auto_calibration_on_a_random_coreset_follows_the_predictor(name, expected):
+    """On random items, ``"cv"`` only where the predictor's own interval is incomplete
+    (metabench's GAM keeps the IRT fit in its jackknife+, gp-IRT's residuals are in
+    sample); a ridge refit's jackknife+ and a mean's split conformal stay."""
+    from coreval.pipeline import random_variant
+
+    method, _ = random_variant(get_method(name), {})
+    selector = method.make_selector(k=5)
+    predictor = method.make_predictor()
+    assert not selector.uses_source_models
+    assert resolve_calibration("auto", method, selector, predictor) == expected
+
+
 def test_a_single_out_of_fold_fold_warns_that_residuals_are_in_sample():
     rng = np.random.default_rng(3)
     y = rng.uniform(size=12)

@@ -34,10 +34,16 @@ here because a new model only answers the final coreset, not the folds' coresets
 method is, never from the data: ``"cv"`` when the selector reads the source
 models' scores and the predictor's own interval does not already come from fold
 fits that re-ran the selection (irt-bayes' misfit term, stacking, the adaptive
-tests: ``Predictor.selection_aware_interval``); ``"native"`` otherwise (a random
-coreset, whose jackknife+ or split-conformal interval is valid as it is, and the
-``impute`` task). Cost: ``folds × repeats`` more runs of the whole method (10 by
-default), selection included.
+tests: ``Predictor.selection_aware_interval``), and also on a coreset that did not
+read them when the predictor's own interval leaves out part of what it learnt from the
+source models (``Predictor.native_interval_complete``: metabench's GAM, whose jackknife+
+refits keep the IRT fit behind θ̂ and covered 0.86, mostly on random items, over random
+splits);
+``"native"`` otherwise (a random coreset under a predictor whose jackknife+ or
+split-conformal interval is valid as it is, and the ``impute`` task). Cost:
+``folds × repeats`` more runs of the whole method (10 by default), selection included;
+none where ``selection="auto"`` already ran those folds for its comparison (the first
+repetition reuses them).
 
 Checked selection
 -----------------
@@ -326,15 +332,18 @@ def resolve_calibration(calibration: str, method: Method, selector: Selector,
                         predictor: Predictor) -> str:
     """``"native"`` or ``"cv"`` for ``calibration="auto"`` (module docstring); others unchanged.
 
-    ``"cv"`` exactly when the method scores models (``task="score"``), its selector
-    read the source models' scores (``Selector.uses_source_models``) and its
-    predictor's interval is not already selection-aware
-    (``Predictor.selection_aware_interval``).
+    ``"cv"`` exactly when the method scores models (``task="score"``), its predictor's
+    interval is not already selection-aware (``Predictor.selection_aware_interval``), and
+    either its selector read the source models' scores (``Selector.uses_source_models``)
+    or the predictor's own interval leaves out part of what it learnt from them
+    (``Predictor.native_interval_complete`` false: metabench's GAM on random items).
     """
     if calibration != "auto":
         return calibration
-    if (method.task == "score" and bool(getattr(selector, "uses_source_models", True))
-            and not bool(getattr(predictor, "selection_aware_interval", False))):
+    if (method.task == "score"
+            and not bool(getattr(predictor, "selection_aware_interval", False))
+            and (bool(getattr(selector, "uses_source_models", True))
+                 or not bool(getattr(predictor, "native_interval_complete", True)))):
         return "cv"
     return "native"
 

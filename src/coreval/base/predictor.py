@@ -46,6 +46,13 @@ class Predictor(BaseEstimator):
     #: re-run the selection (irt-bayes' misfit term, stacking), so that
     #: ``calibration="auto"`` of :func:`coreval.pipeline.fit_method` keeps it.
     selection_aware_interval: bool = False
+    #: Whether the predictor's own interval re-fits everything the predictor learnt from
+    #: the source models (jackknife+ or split conformal over complete refits, a posterior).
+    #: ``False`` where it does not (metabench's GAM refits leave the IRT fit behind θ̂
+    #: and the penalties chosen on all of them; p-IRT's and gp-IRT's residuals are in
+    #: sample): ``calibration="auto"`` then takes the pipeline's out-of-fold interval even
+    #: on a coreset that did not read the source scores (a random one).
+    native_interval_complete: bool = True
     #: Whether ``selection="auto"`` of :func:`coreval.pipeline.fit_method` compares a
     #: supervised coreset with a random one under this predictor (the regression
     #: refits, whose random-coreset pipeline is the papers' random+ / random++,

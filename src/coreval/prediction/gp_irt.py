@@ -99,6 +99,8 @@ class PIRTPredictor(Predictor):
     """
 
     needs_binary = True
+    #: The split-conformal residuals are in sample (the IRT fit and gp-IRT's λ saw them).
+    native_interval_complete = False
 
     def __init__(self, *, irt: IRTFitSpec = TINYBENCH_FIT,
                  theta_bounds: tuple[float, float] | None = None,
