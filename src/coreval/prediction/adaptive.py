@@ -112,9 +112,9 @@ class AdaptivePredictor(Predictor):
         under the stop with the τ learnt for each (both then cover ``level`` of the
         held-out tests). With ``width``, equal items (every held-out test of both
         banks stopped by the budget) go to the narrower mean interval at the stop,
-        again with each bank's own τ. A full tie keeps the 1-D bank. The choice uses the source models
-        only, inside each run (as irt-bayes' ``choose_dims``). Needs ``tau="cv"`` and a
-        1-D ``irt``. Cost: the misfit folds and the final fit twice, the 2-D ones slower
+        again with each bank's own τ. A full tie keeps the 1-D bank. The choice uses
+        the source models only, inside each run (as irt-bayes' ``choose_dims``). Needs
+        ``tau="cv"`` and a 1-D ``irt``. Cost: the misfit folds and the final fit twice, the 2-D ones slower
         (each answer moves the quadrature nodes).
     level : float
     seed : int
