@@ -63,11 +63,11 @@ METRICS = ("rmse", "mae", "kendall", "spearman", "coverage90", "width90")
 
 
 def run(methods: list[str], data_dir: Path, n_jobs: int,
-        seeds: tuple[int, ...] = SEEDS) -> float:
+        seeds: tuple[int, ...] = SEEDS, n_source: tuple[int, ...] = N_SOURCE) -> float:
     """Run (or resume) the grid for ``methods``; returns the wall time in seconds."""
     matrices = {name: load_matrix(name, data_dir=data_dir) for name in DATASETS}
     t0 = time.perf_counter()
-    run_grid(matrices, methods, list(BUDGETS), n_source=list(N_SOURCE), seeds=list(seeds),
+    run_grid(matrices, methods, list(BUDGETS), n_source=list(n_source), seeds=list(seeds),
              split="binned", out=RAW, n_jobs=n_jobs)
     return time.perf_counter() - t0
 
@@ -222,31 +222,34 @@ def headline(agg: pd.DataFrame) -> list[str]:
     return [*lines, ""]
 
 
-def complete_seeds(df: pd.DataFrame) -> list[int]:
+def complete_seeds(df: pd.DataFrame, n_source: tuple[int, ...] = N_SOURCE) -> list[int]:
     """Seeds with a stored run of every dataset × M × method × budget of the grid."""
     cells = ["dataset", "n_source", "method", "budget"]
     grid = df[df["method"].isin(METHODS) & df["dataset"].isin(DATASETS)
-              & df["n_source"].isin(N_SOURCE)]
+              & df["n_source"].isin(n_source)]
     counts = grid.drop_duplicates([*cells, "seed"]).groupby("seed").size()
-    expected = len(DATASETS) * len(N_SOURCE) * len(METHODS) * len(BUDGETS)
+    expected = len(DATASETS) * len(n_source) * len(METHODS) * len(BUDGETS)
     return sorted(int(s) for s in counts[counts == expected].index)
 
 
-def report(data_dir: Path, command: str, wall: float | None) -> str:
+def report(data_dir: Path, command: str, wall: float | None,
+           n_source: tuple[int, ...] = N_SOURCE, out: Path = RESULTS / "item_level.md") -> str:
     stored = _stored()
+    stored = stored[stored["n_source"].isin(n_source)]
     # every method is averaged over the same splits: a seed counts once it is complete
-    seeds = complete_seeds(stored) or sorted(int(s) for s in stored["seed"].unique())
+    seeds = complete_seeds(stored, n_source) or sorted(int(s) for s in stored["seed"].unique())
     df = stored[stored["seed"].isin(seeds)]
     pending = stored[~stored["seed"].isin(seeds)]
     agg = aggregate(df, data_dir)
-    figure(agg, RESULTS / "figures" / "item_level.png")
+    figure(agg, RESULTS / "figures" / f"{out.stem}.png")
     n_err = int(df["error"].notna().sum())
     total = float(df[["seconds_select", "seconds_fit", "seconds_predict"]].sum().sum())
     seed_text = (f"seeds {seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1))
                  and len(seeds) > 1 else "seed " + ", ".join(map(str, seeds)))
     lines = ["# Item-level comparison: all methods, 8 matrices", "",
              *provenance(command),
-             f"Binned split; M ∈ {{15, 30, 50}} source models, budgets 5/10/15 %, {seed_text}; "
+             f"Binned split; M ∈ {{{', '.join(map(str, n_source))}}} source models, budgets "
+             f"5/10/15 %, {seed_text}; "
              f"{len(df)} stored runs, {n_err} failed; summed select + fit + predict time "
              f"{total / 3600:.2f} h"
              + (f" (wall {wall:.0f} s for the last invocation, which ran only the cells not "
@@ -270,7 +273,7 @@ def report(data_dir: Path, command: str, wall: float | None) -> str:
              "with one seed); seconds = median select + fit + predict per run (a fit reused "
              "from another run counts with the seconds it took, so the summed time above "
              "counts a shared fit in every run that uses it).", "",
-             "![item level](figures/item_level.png)", ""]
+             f"![item level](figures/{out.stem}.png)", ""]
     show = agg.copy()
     for c in ("rmse", "mae", "width90"):
         show[c] = 100 * show[c]
@@ -307,7 +310,7 @@ def report(data_dir: Path, command: str, wall: float | None) -> str:
                          f"{r.seed}: {r.error}")
         lines.append("")
     text = "\n".join(lines) + "\n"
-    write_markdown(RESULTS / "item_level.md", text)
+    write_markdown(out, text)
     return text
 
 
@@ -321,16 +324,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default=",".join(map(str, SEEDS)),
                     help="split seeds to run (comma-separated; the report covers every seed "
                          "whose cells are all stored)")
+    ap.add_argument("--n-source", default=",".join(map(str, N_SOURCE)),
+                    help="numbers of source models to run and report (comma-separated)")
+    ap.add_argument("--out", type=Path, default=RESULTS / "item_level.md",
+                    help="markdown file to write (its figure: figures/<stem>.png)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
+    n_source = tuple(int(m) for m in args.n_source.split(",") if m)
     wall = None
     if not args.report_only:
         # as the CLI does: a later run loads the compiled IRT fits instead of compiling
         # each new shape again (about 25 s per shape; coreval.jax_cache)
         enable_compilation_cache()
         wall = run([m for m in args.methods.split(",") if m], args.data_dir, args.n_jobs,
-                   tuple(int(s) for s in args.seeds.split(",") if s))
-    text = report(args.data_dir, "python benchmarks/item_level.py " + " ".join(argv), wall)
+                   tuple(int(s) for s in args.seeds.split(",") if s), n_source)
+    text = report(args.data_dir, "python benchmarks/item_level.py " + " ".join(argv), wall,
+                  n_source, args.out)
     print(text[:3000])
     return 0
 
