@@ -136,3 +136,42 @@ def grid_runs(df, unit: str = "seed") -> tuple:
         f"{r.dataset} {r.method} {unit} {r.seed}: {r.error}" for r in df[failed].itertuples()),
         ""] if failed.any() else []
     return runs, note
+
+
+def predict_split(matrix, kind: str, seed: int, n_source: int, method: str, k: int,
+                  **options) -> tuple:
+    """Fit ``method`` with ``k`` items on one split's source models and predict its targets.
+
+    Parameters
+    ----------
+    matrix : coreval.data.ScoreMatrix
+        The whole matrix.
+    kind, seed, n_source
+        The split (:func:`coreval.data.splits.make_split`).
+    method : str
+        A registered method, fitted by :func:`coreval.pipeline.fit_method` with its
+        defaults and ``options``; its warnings are silenced.
+    k : int
+        The coreset size.
+
+    Returns
+    -------
+    (ScoreMatrix, ScoreMatrix, FittedMethod, Prediction, float)
+        The source and target matrices, the fitted method, its prediction of the targets
+        and the seconds the fit and prediction took.
+    """
+    import time
+    import warnings
+
+    from coreval.data.splits import make_split
+    from coreval.methods import get_method
+    from coreval.pipeline import fit_method
+
+    split = make_split(matrix, kind, seed=seed, n_source=n_source)
+    source, target = matrix.take(split.source), matrix.take(split.target)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = fit_method(get_method(method), source, k, seed=seed, **options)
+        pred = fitted.predict_array(target.values[:, fitted.coreset.indices])
+    return source, target, fitted, pred, time.perf_counter() - t0

@@ -27,10 +27,6 @@ import argparse
 import itertools
 import json
 import os
-import shlex
-import sys
-import time
-import warnings
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -39,7 +35,15 @@ os.environ.setdefault("COREVAL_PROGRESS", "0")
 import numpy as np
 import pandas as pd
 
-from _results import RESULTS, SHARED, provenance, write_markdown
+from _results import (
+    RESULTS,
+    SHARED,
+    command_line,
+    predict_split,
+    provenance,
+    write_markdown,
+)
+from coreval._atomic import write_text_atomic
 
 #: Bin edges of the true full score (pp); the last bin is open.
 EDGES = (0.0, 0.5, 2.0, 5.0, 10.0, 20.0, 40.0, 60.0, 80.0)
@@ -50,23 +54,14 @@ def target_rows(dataset: str, method: str, splits: list[str], seeds: list[int],
     """One row per (split, seed, model): true and predicted score, interval, role."""
     from coreval.base import resolve_budget
     from coreval.data.io import load_matrix
-    from coreval.data.splits import make_split
-    from coreval.methods import get_method
-    from coreval.pipeline import fit_method
 
     matrix = load_matrix(dataset, data_dir=SHARED / "data")
     k = resolve_budget(budget, matrix.n_items)
     rows = []
     for kind in splits:
         for seed in seeds:
-            split = make_split(matrix, kind, seed=seed, n_source=n_source)
-            source, target = matrix.take(split.source), matrix.take(split.target)
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fitted = fit_method(get_method(method), source, k, seed=seed)
-                pred = fitted.predict_array(target.values[:, fitted.coreset.indices])
-            seconds = time.perf_counter() - t0
+            source, target, _, pred, seconds = predict_split(matrix, kind, seed, n_source,
+                                                             method, k)
             base = {"dataset": dataset, "method": method, "split": kind, "seed": seed}
             rows += [{**base, "role": "source", "truth": float(t)}
                      for t in source.summary_scores()]
@@ -140,8 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true",
                         help="write the report from the stored parts only")
     args = parser.parse_args(argv)
-    command = "python benchmarks/error_by_score.py " + shlex.join(
-        sys.argv[1:] if argv is None else argv)
+    command = command_line("error_by_score.py", argv)
     raw = RESULTS / "raw" / "error_by_score"
     raw.mkdir(parents=True, exist_ok=True)
     parts = []
@@ -152,9 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             if not part.exists() and not args.report_only:
                 rows = [{**r, "command": command} for r in target_rows(
                     dataset, method, args.splits, args.seeds, args.n_source, args.budget)]
-                tmp = part.with_suffix(".tmp")
-                tmp.write_text(json.dumps(rows))
-                tmp.replace(part)
+                write_text_atomic(part, json.dumps(rows))
             if part.exists():
                 parts.append(part)
     if not parts:

@@ -29,8 +29,6 @@ import json
 import os
 import shlex
 import sys
-import time
-import warnings
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -39,7 +37,7 @@ os.environ.setdefault("COREVAL_PROGRESS", "0")
 import numpy as np
 import pandas as pd
 
-from _results import RESULTS, SHARED, provenance, write_markdown
+from _results import RESULTS, SHARED, predict_split, provenance, write_markdown
 
 DATASETS = ["arc_challenge", "commonsense", "gsm", "ifeval", "math", "med_qa", "mmlu",
             "openllm_math"]
@@ -56,9 +54,6 @@ def coverage_runs(dataset: str, spec: str, splits: list[str], seeds: list[int],
     """One row per (split, seed): the method's 90 % coverage of the targets."""
     from coreval.base import resolve_budget
     from coreval.data.io import load_matrix
-    from coreval.data.splits import make_split
-    from coreval.methods import get_method
-    from coreval.pipeline import fit_method
 
     matrix = load_matrix(dataset, data_dir=SHARED / "data")
     k = resolve_budget(budget, matrix.n_items)
@@ -66,13 +61,8 @@ def coverage_runs(dataset: str, spec: str, splits: list[str], seeds: list[int],
     rows = []
     for kind in splits:
         for seed in seeds:
-            split = make_split(matrix, kind, seed=seed, n_source=n_source)
-            source, target = matrix.take(split.source), matrix.take(split.target)
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                fitted = fit_method(get_method(name), source, k, seed=seed, **options)
-                pred = fitted.predict_array(target.values[:, fitted.coreset.indices])
+            _, target, _, pred, seconds = predict_split(matrix, kind, seed, n_source, name, k,
+                                                        **options)
             truth = target.summary_scores()
             rows.append({"dataset": dataset, "method": spec, "split": kind, "seed": seed,
                          "interval": pred.interval, "n_targets": len(truth),
@@ -80,7 +70,7 @@ def coverage_runs(dataset: str, spec: str, splits: list[str], seeds: list[int],
                                                      & (truth <= pred.upper))),
                          "width90": float(np.mean(pred.upper - pred.lower)),
                          "rmse": float(np.sqrt(np.mean((truth - pred.mean) ** 2))),
-                         "seconds": time.perf_counter() - t0})
+                         "seconds": seconds})
     return rows
 
 
