@@ -13,7 +13,7 @@ not have. bias = mean(predicted − true); coverage90 = share inside the 90 % in
 
 Usage::
 
-    python benchmarks/error_by_score.py --datasets openllm_math --methods gp-irt irt-bayes random++
+    python benchmarks/error_by_score.py --datasets openllm_math --methods gp-irt irt-bayes random++ \\
         --n-source 30 --budget 0.1 --seeds 0 1 2 --splits binned random
 
 Writes ``benchmarks/results/error_by_score.md`` (``--out``); per-(dataset, method) parts
