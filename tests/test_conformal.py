@@ -9,8 +9,11 @@ import pytest
 
 from coreval.base import Coreset
 from coreval.base.conformal import (
+    bernoulli_scale,
     conformal_inflation,
+    interval_scores,
     jackknife_plus_interval,
+    loo_interval_scores,
     split_conformal_interval,
 )
 from coreval.data.matrix import ScoreMatrix
@@ -168,3 +171,85 @@ def test_conformal_inflation_with_scales():
         pytest.approx(4.0)
     with pytest.raises(ValidationError, match="positive finite scale"):
         conformal_inflation(r2, np.zeros(4), 0.5, scales=[1.0, 0.0, 1.0, 1.0])
+
+
+def test_scaled_split_conformal_hand_case():
+    residuals = np.array([0.1, -0.4, 0.3, -0.2])
+    scale = np.array([0.5, 1.0, 0.5, 2.0])
+    # scores |r| / σ: 0.2, 0.4, 0.6, 0.1; level 0.6 -> ceil(5 * 0.6) = 3rd smallest = 0.4
+    lower, upper = split_conformal_interval(np.array([0.5, 0.9]), residuals, 0.6,
+                                            pred_scale=np.array([1.0, 0.25]),
+                                            residual_scale=scale)
+    np.testing.assert_allclose(upper - lower, [0.8, 0.2])
+    np.testing.assert_allclose((upper + lower) / 2, [0.5, 0.9])
+    with pytest.raises(ValidationError, match="or neither"):
+        split_conformal_interval(np.array([0.5]), residuals, 0.6, pred_scale=np.ones(1))
+    with pytest.raises(ValidationError, match="residual_scale must be positive"):
+        split_conformal_interval(np.array([0.5]), residuals, 0.6, pred_scale=np.ones(1),
+                                 residual_scale=np.zeros(4))
+
+
+def _bernoulli_errors(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scores in [0, 1] whose prediction errors scale with sqrt(p (1 - p))."""
+    p = rng.beta(0.6, 1.5, size=n)
+    return p, p + 0.3 * np.sqrt(p * (1 - p)) * rng.standard_normal(n)
+
+
+def test_scaled_split_conformal_is_valid_and_conditionally_calibrated(rng):
+    """With errors that scale with the score, the scaled interval keeps the marginal
+    coverage, covers the low scores near nominal where the constant one over-covers,
+    and is narrower on average."""
+    hits = {"constant": [], "bernoulli": []}
+    low_hits = {"constant": [], "bernoulli": []}
+    widths = {"constant": [], "bernoulli": []}
+    for _ in range(300):
+        p_cal, y_cal = _bernoulli_errors(rng, 40)
+        p_new, y_new = _bernoulli_errors(rng, 50)
+        for name, scales in (("constant", {}),
+                             ("bernoulli", {"pred_scale": bernoulli_scale(p_new),
+                                            "residual_scale": bernoulli_scale(p_cal)})):
+            lo, hi = split_conformal_interval(p_new, y_cal - p_cal, 0.9, **scales)
+            covered = (y_new >= lo) & (y_new <= hi)
+            hits[name].append(covered.mean())
+            low_hits[name].append(covered[p_new < 0.1].mean() if (p_new < 0.1).any() else np.nan)
+            widths[name].append(np.mean(hi - lo))
+    assert 0.89 < np.mean(hits["bernoulli"]) < 0.93
+    assert 0.89 < np.mean(hits["constant"]) < 0.93
+    assert np.nanmean(low_hits["constant"]) > 0.97
+    assert abs(np.nanmean(low_hits["bernoulli"]) - 0.9) < 0.03
+    assert np.mean(widths["bernoulli"]) < 0.95 * np.mean(widths["constant"])
+
+
+def test_bernoulli_scale_values_and_floor():
+    np.testing.assert_allclose(bernoulli_scale([0.5, 0.0, 1.0, 0.1]),
+                               [0.5, np.sqrt(0.01 * 0.99), np.sqrt(0.01 * 0.99), 0.3])
+    with pytest.raises(ValidationError, match="floor"):
+        bernoulli_scale([0.5], floor=0.5)
+
+
+def test_interval_scores_definition():
+    s = interval_scores([0.0, 2.0, 0.5], [0.1, 0.0, 0.0], [1.0, 1.0, 1.0], alpha=0.1)
+    np.testing.assert_allclose(s, [0.9 + 20 * 0.1, 1.0 + 20 * 1.0, 1.0])
+
+
+def test_loo_interval_scores_match_a_manual_leave_one_out(rng):
+    truth, mean = rng.uniform(size=12), rng.uniform(size=12)
+    scale = bernoulli_scale(mean)
+    got = loo_interval_scores(truth, mean, scale, 0.8)
+    for i in range(12):
+        keep = np.arange(12) != i
+        scores = np.sort(np.abs(truth - mean)[keep] / scale[keep])
+        q = scores[math.ceil(0.8 * 12) - 1]
+        lo, hi = mean[i] - q * scale[i], mean[i] + q * scale[i]
+        assert got[0, i] == pytest.approx(interval_scores(truth[i], lo, hi, 0.2))
+
+
+def test_loo_interval_scores_prefer_the_scale_the_errors_follow(rng):
+    p, y = _bernoulli_errors(rng, 60)
+    scaled = loo_interval_scores(y, p, bernoulli_scale(p)).mean()
+    constant = loo_interval_scores(y, p, np.ones_like(p)).mean()
+    assert scaled < constant
+    y_flat = p + 0.1 * rng.standard_normal(60)  # the same spread at every score
+    scaled = loo_interval_scores(y_flat, p, bernoulli_scale(p)).mean()
+    constant = loo_interval_scores(y_flat, p, np.ones_like(p)).mean()
+    assert constant < scaled

@@ -413,3 +413,41 @@ def test_reused_fits_count_with_the_seconds_they_took(monkeypatch):
                           cache=shared).seconds["select"]
                for k in (3, 5)]
     assert shared.hits >= 1 and min(seconds) >= 0.3
+
+
+def test_bernoulli_interval_scale_is_the_scaled_conformal_interval_of_the_cv_residuals():
+    from coreval.base.conformal import bernoulli_scale, split_conformal_interval
+
+    m = simulate(n_models=70, n_items=80, seed=3).matrix
+    source, target = m.take(np.arange(30)), m.values[30:]
+    fitted = fit_method(get_method("mrmr+"), source, 8, seed=0, calibration="cv", folds=5,
+                        selection="method", interval_scale="bernoulli")
+    assert fitted.interval_scale == "bernoulli"
+    assert fitted.cv_means.shape == fitted.cv_residuals.shape == (1, 30)
+    # the out-of-fold predictions are those behind the residuals
+    np.testing.assert_allclose(np.abs(source.summary_scores() - fitted.cv_means[0]),
+                               fitted.cv_residuals[0])
+    out = fitted.predict_array(target[:, fitted.coreset.indices])
+    lower, upper = split_conformal_interval(out.mean, fitted.cv_residuals, 0.9,
+                                            pred_scale=bernoulli_scale(out.mean),
+                                            residual_scale=bernoulli_scale(fitted.cv_means))
+    np.testing.assert_allclose(out.lower, np.clip(lower, 0, 1))
+    np.testing.assert_allclose(out.upper, np.clip(upper, 0, 1))
+    constant = fit_method(get_method("mrmr+"), source, 8, seed=0, calibration="cv", folds=5,
+                          selection="method")
+    other = constant.predict_array(target[:, constant.coreset.indices])
+    np.testing.assert_allclose(other.mean, out.mean)
+    assert not np.allclose(other.upper - other.lower, out.upper - out.lower)
+
+
+def test_interval_scale_validation_and_auto_on_scores_outside_the_unit_interval():
+    m = simulate(n_models=40, n_items=30, seed=2).matrix
+    with pytest.raises(ValidationError, match="interval_scale must be one of"):
+        fit_method(get_method("mrmr+"), m, 5, interval_scale="wide")
+    wide = m.with_values(m.values * 100.0)  # e.g. scores in percent
+    with pytest.raises(ValidationError, match=r"needs scores in \[0, 1\]"):
+        fit_method(get_method("mrmr+"), wide, 5, calibration="cv", folds=4,
+                   interval_scale="bernoulli")
+    fitted = fit_method(get_method("mrmr+"), wide, 5, calibration="cv", folds=4,
+                        interval_scale="auto")
+    assert fitted.interval_scale == "constant"

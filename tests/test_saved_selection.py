@@ -378,3 +378,11 @@ def test_frozen_fields_survive(tmp_path):
             np.testing.assert_array_equal(a, b)
         elif field.name != "details":
             assert a == b, field.name
+
+
+def test_interval_scale_round_trip(source, sim, tmp_path):
+    fitted = coreval.select(source, "mrmr+", 8, seed=1, calibration="cv",
+                            interval_scale="bernoulli")
+    loaded = _round_trip(fitted, tmp_path, sim.values[38:41][:, fitted.coreset.indices])
+    assert loaded.interval_scale == "bernoulli"
+    np.testing.assert_array_equal(loaded.cv_means, fitted.cv_means)

@@ -53,7 +53,7 @@ __all__ = ["ALLOWED_PACKAGES", "check_selection_folder", "is_saved_selection",
            "load_selection", "read_manifest", "save_selection"]
 
 FORMAT = "coreval-selection"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 MANIFEST = "selection.json"
 ARRAYS = "arrays.npz"
 #: Top-level packages whose classes a saved selection may name.
@@ -66,7 +66,8 @@ PICKLE_SUFFIXES: tuple[str, ...] = (".pkl", ".pickle", ".joblib", ".dill")
 #: The entries of ``selection.json``.
 _MANIFEST_KEYS = frozenset({
     "format", "format_version", "coreval_version", "method", "options", "seed", "budget",
-    "k", "calibration", "clip01", "n_source", "source_items", "cv_residuals", "seconds",
+    "k", "calibration", "clip01", "n_source", "source_items", "cv_residuals", "cv_means",
+    "interval_scale", "seconds",
     "provenance", "coreset", "selector", "predictor", "selection", "selection_rmse",
     "score_range", "model_check"})
 
@@ -306,6 +307,8 @@ def save_selection(fitted: FittedMethod, path: str | os.PathLike, *,
                                                                     dtype=str),
                 "source_items"),
             "cv_residuals": writer.encode(fitted.cv_residuals, "cv_residuals"),
+            "cv_means": writer.encode(fitted.cv_means, "cv_means"),
+            "interval_scale": fitted.interval_scale,
             "seconds": {k: float(v) for k, v in fitted.seconds.items()},
             "provenance": json.loads(json.dumps(dict(provenance or {}))),
             "coreset": writer.encode(fitted.coreset, "coreset"),
@@ -402,6 +405,7 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
         predictor = reader.decode(manifest["predictor"])
         coreset = reader.decode(manifest["coreset"])
         cv_residuals = reader.decode(manifest["cv_residuals"])
+        cv_means = reader.decode(manifest["cv_means"])
         model_check = reader.decode(manifest["model_check"])
         source_items = reader.decode(manifest["source_items"])
     except (KeyError, TypeError, AttributeError) as exc:  # a hand-edited or damaged file
@@ -422,7 +426,9 @@ def load_selection(path: str | os.PathLike) -> FittedMethod:
     fitted = FittedMethod(method, selector, predictor, coreset,
                           seconds=dict(manifest.get("seconds", {})),
                           calibration=manifest["calibration"],
-                          cv_residuals=cv_residuals, clip01=bool(manifest["clip01"]),
+                          cv_residuals=cv_residuals, cv_means=cv_means,
+                          interval_scale=manifest["interval_scale"],
+                          clip01=bool(manifest["clip01"]),
                           source_items=source_items,
                           n_source=int(manifest["n_source"]), seed=int(manifest["seed"]),
                           options=options, budget=manifest.get("budget"),

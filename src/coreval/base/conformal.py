@@ -114,12 +114,18 @@ def jackknife_plus_interval(loo_predictions_at_x, loo_residuals,
     return lower, upper
 
 
-def split_conformal_interval(pred, residuals, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+def split_conformal_interval(pred, residuals, level: float = 0.9, *, pred_scale=None,
+                             residual_scale=None) -> tuple[np.ndarray, np.ndarray]:
     """Split-conformal interval ``pred ± q`` (Lei et al. 2018, Algorithm 2).
 
     ``q`` is the ⌈(n+1)·level⌉-th smallest absolute calibration residual; the
     interval covers a new exchangeable point with probability at least ``level``.
     With too few calibration points for the level, ``q = inf``.
+
+    With scales (normalised nonconformity scores, Papadopoulos et al. 2008; Lei et
+    al. 2018, sec. 5.2), ``q`` is that quantile of ``|rᵢ| / σᵢ`` and the interval is
+    ``pred ± q · σ(pred)``: as valid, and narrower where the scale says errors are
+    small.
 
     Residuals of ``R`` repetitions of a cross-validation of the same ``n`` points
     (shape ``(R, n)``) are pooled: ``q`` is the ``R·⌈(n+1)·level⌉``-th smallest of
@@ -137,6 +143,9 @@ def split_conformal_interval(pred, residuals, level: float = 0.9) -> tuple[np.nd
         (one row per repetition).
     level : float
         Nominal coverage.
+    pred_scale, residual_scale : array-like, optional
+        Positive scales ``σ`` of the new points (shape of ``pred``) and of the
+        calibration points (shape of ``residuals``); both or neither.
 
     Returns
     -------
@@ -148,11 +157,81 @@ def split_conformal_interval(pred, residuals, level: float = 0.9) -> tuple[np.nd
     if r.ndim > 2 or r.size == 0 or not np.isfinite(r).all():
         raise ValidationError("split conformal needs finite calibration residuals, one row "
                               "per repetition")
+    if (pred_scale is None) != (residual_scale is None):
+        raise ValidationError("split conformal needs the scales of both the new and the "
+                              "calibration points, or neither")
+    half = 1.0
+    if pred_scale is not None:
+        half = _positive_scale(pred_scale, pred.shape, "pred_scale")
+        r = r / _positive_scale(residual_scale, r.shape, "residual_scale")
     r = np.atleast_2d(r)
     repeats, n = r.shape
     rank = math.ceil((n + 1) * level - 1e-9)
     q = float(_kth_smallest(r.ravel(), repeats * rank, axis=0))
-    return pred - q, pred + q
+    return pred - q * half, pred + q * half
+
+
+def _positive_scale(scale, shape: tuple[int, ...], name: str) -> np.ndarray:
+    s = np.asarray(scale, dtype=float)
+    if s.shape != shape or not (np.isfinite(s).all() and (s > 0).all()):
+        raise ValidationError(f"{name} must be positive and finite with shape {shape}, got "
+                              f"shape {s.shape}")
+    return s
+
+
+#: Smallest score the Bernoulli scale is evaluated at (and 1 minus it the largest).
+BERNOULLI_SCALE_FLOOR = 0.01
+
+
+def bernoulli_scale(mean, floor: float = BERNOULLI_SCALE_FLOOR) -> np.ndarray:
+    """``σ(ŷ) = sqrt(c (1 − c))``, ``c = clip(ŷ, floor, 1 − floor)``: the error scale of a score in [0, 1].
+
+    The standard deviation of a mean of Bernoulli answers with success rate ``ŷ``, up to
+    a factor that a conformal quantile absorbs: predicting a benchmark's mean accuracy
+    from a subset errs less for a model near 0 or 1 than for one near 0.5. The floor
+    keeps the interval of a model predicted at 0 from collapsing to a point.
+    """
+    if not 0.0 < floor < 0.5:
+        raise ValidationError(f"floor must be in (0, 0.5), got {floor!r}")
+    c = np.clip(np.asarray(mean, dtype=float), floor, 1.0 - floor)
+    return np.sqrt(c * (1.0 - c))
+
+
+def interval_scores(y, lower, upper, alpha: float = 0.1) -> np.ndarray:
+    """Interval score of each central ``(1 − alpha)`` interval (lower is better).
+
+    ``S = (u − l) + (2/α)(l − y)·1{y < l} + (2/α)(y − u)·1{y > u}``, the negatively
+    oriented form of Gneiting & Raftery (2007), Eq. 43.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValidationError(f"alpha must be in (0, 1), got {alpha}")
+    y, lo, hi = (np.asarray(a, dtype=float) for a in (y, lower, upper))
+    return (hi - lo) + (2.0 / alpha) * (np.clip(lo - y, 0, None) + np.clip(y - hi, 0, None))
+
+
+def loo_interval_scores(truth, oof_mean, scale, level: float = 0.9) -> np.ndarray:
+    """Interval score of each calibration point under the others' split-conformal interval.
+
+    Point ``i`` is predicted at ``oof_mean[i]`` with the interval that
+    :func:`split_conformal_interval` makes from the other points' residuals, scaled by
+    ``scale`` (ones for constant width). Comparing the mean over points between scales
+    chooses one from the calibration points alone; ``truth``, ``oof_mean`` and ``scale``
+    have shape ``(n,)`` or ``(R, n)`` (repetitions; point ``i`` then leaves out its own
+    column in every repetition).
+    """
+    level = _check_level(level)
+    y, mu, s = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (truth, oof_mean, scale))
+    if not (y.shape == mu.shape == s.shape) or y.shape[1] < 2:
+        raise ValidationError("loo_interval_scores needs truths, predictions and scales of one "
+                              "shape, with at least two points")
+    n = y.shape[1]
+    out = np.empty(y.shape)
+    for i in range(n):
+        keep = np.arange(n) != i
+        lo, hi = split_conformal_interval(mu[:, i], (y - mu)[:, keep], level,
+                                          pred_scale=s[:, i], residual_scale=s[:, keep])
+        out[:, i] = interval_scores(y[:, i], lo, hi, 1.0 - level)
+    return out
 
 
 def conformal_inflation(squared_errors, variances, level: float = 0.9,

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from coreval.base.conformal import interval_scores
 from coreval.errors import ValidationError
 from coreval.gaussian.standardize import fit_standardization
 
@@ -171,9 +172,7 @@ def interval_score(y_true, lower, upper, alpha: float = 0.1) -> float:
     y, lo, hi = _paired_interval(y_true, lower, upper)
     if not y.size:
         return float("nan")
-    s = (hi - lo) + (2.0 / alpha) * np.clip(lo - y, 0, None) \
-        + (2.0 / alpha) * np.clip(y - hi, 0, None)
-    return float(np.mean(s))
+    return float(np.mean(interval_scores(y, lo, hi, alpha)))
 
 
 # --------------------------------------------------------------------------- datasets
