@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from _results import provenance, write_markdown
+from _results import command_line, provenance, write_markdown
 from coreval.data import load_matrix
 from coreval.harness import run_grid
 from coreval.harness.store import read_results
@@ -338,8 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         enable_compilation_cache()
         wall = run([m for m in args.methods.split(",") if m], args.data_dir, args.n_jobs,
                    tuple(int(s) for s in args.seeds.split(",") if s), n_source)
-    text = report(args.data_dir, "python benchmarks/item_level.py " + " ".join(argv), wall,
-                  n_source, args.out)
+    text = report(args.data_dir, command_line("item_level.py", argv), wall, n_source, args.out)
     print(text[:3000])
     return 0
 
