@@ -46,6 +46,7 @@ from _results import (
     write_markdown,
 )
 from coreval._atomic import write_text_atomic
+from coreval.base.conformal import interval_scores
 
 DATASETS = ("arc_challenge", "commonsense", "gsm", "ifeval", "math", "med_qa", "mmlu",
             "openllm_math")
@@ -91,8 +92,7 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
             lo, hi = part[f"{scale}_lower"], part[f"{scale}_upper"]
             covered = (part["truth"] >= lo) & (part["truth"] <= hi)
             width = hi - lo
-            score = width + 20.0 * ((lo - part["truth"]).clip(lower=0)
-                                    + (part["truth"] - hi).clip(lower=0))
+            score = interval_scores(part["truth"], lo, hi, alpha=0.1)
             # terciles of the true score within each seed's targets
             third = part.groupby("seed")["truth"].transform(
                 lambda s: pd.qcut(s.rank(method="first"), 3, labels=False))
