@@ -6,10 +6,13 @@ that interval is too wide for a model near the floor or the ceiling and too narr
 near 0.5; where the binned split's sources (spread evenly over the range) differ from
 the targets (crowded where most models are), the constant interval's coverage drifts
 from nominal. ``interval_scale="bernoulli"`` scales the conformal scores by
-``sqrt(ŷ(1 − ŷ))`` (``coreval.pipeline``, "Interval scale"); ``"auto"`` chooses one of
-the two per run from the source models' leave-one-out interval scores.
+``sqrt(ŷ(1 − ŷ))`` (``coreval.pipeline``, "Interval scale"); ``"quadratic"`` by the
+square root of a quadratic variance function of ``ŷ`` fitted to the out-of-fold squared
+residuals, which holds both the constant and the Bernoulli shapes and also errors that
+grow towards the ends of the sources' range; ``"auto"`` chooses between the constant and
+the Bernoulli scale per run from the source models' leave-one-out interval scores.
 
-Each split's method is fitted once (``interval_scale="auto"``); the three intervals are
+Each split's method is fitted once (``interval_scale="auto"``); the four intervals are
 made from the same out-of-fold residuals around the same predictions, so the columns
 differ only by the scale. Methods whose default interval is not ``"cv"`` are skipped.
 
@@ -50,12 +53,12 @@ from coreval.base.conformal import interval_scores
 
 DATASETS = ("arc_challenge", "commonsense", "gsm", "ifeval", "math", "med_qa", "mmlu",
             "openllm_math")
-SCALES = ("constant", "bernoulli", "auto")
+SCALES = ("constant", "bernoulli", "quadratic", "auto")
 
 
 def split_rows(dataset: str, method: str, kind: str, seed: int, n_source: int,
                budget: float) -> list[dict]:
-    """One row per target model: truth, prediction and the three intervals."""
+    """One row per target model: truth, prediction and the four intervals."""
     from coreval.base import resolve_budget
     from coreval.data.io import load_matrix
 
@@ -71,7 +74,7 @@ def split_rows(dataset: str, method: str, kind: str, seed: int, n_source: int,
         return [base]
     x = target.values[:, fitted.coreset.indices]
     bounds = {}
-    for scale in ("constant", "bernoulli"):
+    for scale in ("constant", "bernoulli", "quadratic"):
         p = dataclasses.replace(fitted, interval_scale=scale).predict_array(x)
         bounds[scale] = (p.lower, p.upper)
     bounds["auto"] = bounds[fitted.interval_scale]
@@ -116,6 +119,15 @@ def sigma_weights(datasets) -> dict[str, float]:
     return {d: v / total for d, v in inv.items()}
 
 
+def _seeds_by_method(table: pd.DataFrame) -> str:
+    """``0, 1, 2`` when every method has the same stored seeds, else one list per method."""
+    seeds = table.groupby("method")["seed"].apply(
+        lambda s: ", ".join(str(v) for v in sorted(s.unique())))
+    if seeds.nunique() == 1:
+        return seeds.iloc[0]
+    return "; ".join(f"{seed_list} ({method})" for method, seed_list in seeds.items())
+
+
 def to_markdown(table: pd.DataFrame, command: str, args) -> list[str]:
     cv = table[table["calibration"] == "cv"]
     per = summarise(cv)
@@ -132,7 +144,7 @@ def to_markdown(table: pd.DataFrame, command: str, args) -> list[str]:
     lines = provenance(command)
     lines += [
         f"M = {args.n_source} source models, budget {args.budget:g} of the items, seeds "
-        f"{', '.join(str(s) for s in sorted(table['seed'].unique()))}; every method with its "
+        f"{_seeds_by_method(table)}; every method with its "
         "defaults (`calibration=\"auto\"`), fitted once per split. Metrics are on the target "
         "models, per dataset pooled over seeds, then combined with weights ∝ 1/σ_d as in "
         "`item_level.md` over the datasets where the method has a `cv` interval in at "

@@ -434,10 +434,41 @@ def test_bernoulli_interval_scale_is_the_scaled_conformal_interval_of_the_cv_res
     np.testing.assert_allclose(out.lower, np.clip(lower, 0, 1))
     np.testing.assert_allclose(out.upper, np.clip(upper, 0, 1))
     constant = fit_method(get_method("mrmr+"), source, 8, seed=0, calibration="cv", folds=5,
-                          selection="method")
+                          selection="method", interval_scale="constant")
     other = constant.predict_array(target[:, constant.coreset.indices])
     np.testing.assert_allclose(other.mean, out.mean)
     assert not np.allclose(other.upper - other.lower, out.upper - out.lower)
+
+
+def test_quadratic_interval_scale_fits_a_variance_function_to_the_cv_residuals():
+    from coreval.base.conformal import split_conformal_interval, variance_function_scale
+
+    m = simulate(n_models=70, n_items=80, seed=3).matrix
+    source, target = m.take(np.arange(30)), m.values[30:]
+    fitted = fit_method(get_method("mrmr+"), source, 8, seed=0, calibration="cv", folds=5,
+                        selection="method", interval_scale="quadratic")
+    assert fitted.interval_scale == "quadratic"
+    out = fitted.predict_array(target[:, fitted.coreset.indices])
+    fit = (fitted.cv_means, fitted.cv_residuals)
+    lower, upper = split_conformal_interval(
+        out.mean, fitted.cv_residuals, 0.9, pred_scale=variance_function_scale(out.mean, *fit),
+        residual_scale=variance_function_scale(fitted.cv_means, *fit))
+    np.testing.assert_allclose(out.lower, np.clip(lower, 0, 1))
+    np.testing.assert_allclose(out.upper, np.clip(upper, 0, 1))
+    # another level re-uses the same scales
+    wide = fitted.predict_array(target[:, fitted.coreset.indices], level=0.95)
+    assert np.all(wide.upper - wide.lower >= out.upper - out.lower - 1e-12)
+
+
+def test_quadratic_interval_scale_is_constant_with_too_few_out_of_fold_residuals():
+    from coreval.pipeline import resolve_interval_scale
+
+    m = simulate(n_models=40, n_items=30, seed=2).matrix
+    assert resolve_interval_scale("quadratic", np.zeros((1, 5)), np.zeros((1, 5)),
+                                  m) == "constant"
+    # any score range: percent scores too
+    assert resolve_interval_scale("quadratic", np.zeros((1, 6)), np.zeros((1, 6)),
+                                  m.with_values(m.values * 100.0)) == "quadratic"
 
 
 def test_interval_scale_validation_and_auto_on_scores_outside_the_unit_interval():

@@ -380,9 +380,10 @@ def test_frozen_fields_survive(tmp_path):
             assert a == b, field.name
 
 
-def test_interval_scale_round_trip(source, sim, tmp_path):
+@pytest.mark.parametrize("scale", ["bernoulli", "quadratic"])
+def test_interval_scale_round_trip(source, sim, tmp_path, scale):
     fitted = coreval.select(source, "mrmr+", 8, seed=1, calibration="cv",
-                            interval_scale="bernoulli")
+                            interval_scale=scale)
     loaded = _round_trip(fitted, tmp_path, sim.values[38:41][:, fitted.coreset.indices])
-    assert loaded.interval_scale == "bernoulli"
+    assert loaded.interval_scale == scale
     np.testing.assert_array_equal(loaded.cv_means, fitted.cv_means)

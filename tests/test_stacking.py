@@ -70,6 +70,52 @@ def test_weights_are_learnt_from_folds_that_rerun_the_selection():
     assert np.mean((truth >= pred.lower) & (truth <= pred.upper)) >= 0.75
 
 
+def test_the_pipeline_interval_scale_reaches_the_stack_interval():
+    from coreval.base.conformal import (
+        resolve_conformal_scale,
+        split_conformal_interval,
+        variance_function_scale,
+    )
+
+    m = simulate(n_models=70, n_items=80, seed=3).matrix
+    source, target = m.take(np.arange(40)), m.take(np.arange(40, 70))
+    names = ("mean", "ridge", "kernel-ridge")
+    x_of = lambda f: target.values[:, f.coreset.indices]  # noqa: E731
+    constant = fit_method(get_method("stack-mrmr"), source, 8, seed=4, components=names,
+                          interval_scale="constant")
+    scaled = fit_method(get_method("stack-mrmr"), source, 8, seed=4, components=names,
+                        interval_scale="quadratic")
+    stack = scaled.predictor
+    assert stack.interval_scale_ == "quadratic"
+    assert constant.predictor.interval_scale_ == "constant"
+    np.testing.assert_allclose(stack.oof_means_ + stack.residuals_,
+                               source.summary_scores()[stack.oof_rows_])
+    pred = scaled.predict_array(x_of(scaled))
+    fit = (stack.oof_means_, stack.residuals_)
+    lower, upper = split_conformal_interval(
+        pred.mean, stack.residuals_, 0.9, pred_scale=variance_function_scale(pred.mean, *fit),
+        residual_scale=variance_function_scale(stack.oof_means_, *fit))
+    np.testing.assert_allclose(pred.lower, np.clip(lower, 0, 1))
+    np.testing.assert_allclose(pred.upper, np.clip(upper, 0, 1))
+    other = constant.predict_array(x_of(constant))
+    np.testing.assert_allclose(other.mean, pred.mean)
+    assert not np.allclose(other.upper - other.lower, pred.upper - pred.lower)
+    # an explicit predictor option wins over the pipeline's
+    explicit = fit_method(get_method("stack-mrmr"), source, 8, seed=4, components=names,
+                          interval_scale="quadratic", predictor__interval_scale="constant")
+    assert explicit.predictor.interval_scale_ == "constant"
+    # "auto" chooses from the stacked out-of-fold residuals
+    auto = fit_method(get_method("stack-mrmr"), source, 8, seed=4, components=names,
+                      interval_scale="auto")
+    assert auto.predictor.interval_scale == "auto"
+    assert auto.predictor.interval_scale_ == resolve_conformal_scale(
+        "auto", auto.predictor.oof_means_ + auto.predictor.residuals_,
+        auto.predictor.oof_means_, (0.0, 1.0))
+    with pytest.raises(ValidationError, match="interval_scale must be one of"):
+        fit_method(get_method("stack-mrmr"), source, 8, seed=4, components=names,
+                   predictor__interval_scale="wide")
+
+
 def test_irt_components_stack_on_binary_data():
     m = simulate(n_models=60, n_items=60, seed=5).matrix
     source, target = m.take(np.arange(36)), m.take(np.arange(36, 60))

@@ -53,7 +53,7 @@ __all__ = ["ALLOWED_PACKAGES", "check_selection_folder", "is_saved_selection",
            "load_selection", "read_manifest", "save_selection"]
 
 FORMAT = "coreval-selection"
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 MANIFEST = "selection.json"
 ARRAYS = "arrays.npz"
 #: Top-level packages whose classes a saved selection may name.

@@ -11,6 +11,9 @@ References
 Barber, R. F., Candès, E. J., Ramdas, A. & Tibshirani, R. J. (2021).
 "Predictive inference with the jackknife+". *Annals of Statistics* 49(1), 486-507.
 
+Davidian, M. & Carroll, R. J. (1987). "Variance function estimation". *JASA* 82(400),
+1079-1091.
+
 Lei, J., G'Sell, M., Rinaldo, A., Tibshirani, R. J. & Wasserman, L. (2018).
 "Distribution-free predictive inference for regression". *JASA* 113(523), 1094-1111.
 """
@@ -195,6 +198,136 @@ def bernoulli_scale(mean, floor: float = BERNOULLI_SCALE_FLOOR) -> np.ndarray:
         raise ValidationError(f"floor must be in (0, 0.5), got {floor!r}")
     c = np.clip(np.asarray(mean, dtype=float), floor, 1.0 - floor)
     return np.sqrt(c * (1.0 - c))
+
+
+#: Smallest variance :func:`variance_function_scale` fits, as a fraction of the mean
+#: squared calibration residual (so no interval is narrower than half the constant one).
+VARIANCE_FUNCTION_FLOOR = 0.25
+#: Fewest calibration points a variance function is fitted to (three coefficients).
+VARIANCE_FUNCTION_MIN_POINTS = 6
+
+
+def variance_function_scale(mean, calibration_mean, calibration_residuals,
+                            floor: float = VARIANCE_FUNCTION_FLOOR) -> np.ndarray:
+    """``σ(ŷ)`` from a quadratic variance function fitted to calibration residuals.
+
+    ``σ²(ŷ) = max(a + b ŷ + c ŷ², floor · mean(r²))``, with ``(a, b, c)`` the least-squares
+    fit of the squared residuals ``rᵢ²`` on ``(1, ŷᵢ, ŷᵢ²)`` at the calibration points'
+    predictions (variance-function estimation from squared residuals, Davidian & Carroll
+    1987). The family holds the constant variance (``b = c = 0``) and the Bernoulli one
+    (``a = 0``, ``b = −c``), so the data decide between them and anything in between; a
+    score range other than [0, 1] works as well. ``ŷ`` is clipped to the calibration
+    predictions' range, so the quadratic is never extrapolated, and the floor keeps a
+    fitted variance near zero from collapsing an interval.
+
+    Used as the scale of normalised conformal scores (Lei et al. 2018, sec. 5.2), it is
+    fitted on the same residuals it normalises rather than on a separate split: three
+    coefficients, whose optimism the benchmarks measure
+    (``benchmarks/results/interval_scale.md``). With fewer than
+    :data:`VARIANCE_FUNCTION_MIN_POINTS` calibration points no variance function is
+    fitted and the scale is constant.
+
+    Parameters
+    ----------
+    mean : array-like
+        Predictions at which to evaluate the scale.
+    calibration_mean, calibration_residuals : array-like, same shape
+        The calibration points' predictions and residuals (any shape, e.g. ``(R, n)``
+        repetitions; pooled).
+    floor : float
+        Smallest variance as a fraction of the mean squared residual, in (0, 1].
+
+    Returns
+    -------
+    ndarray, shape of ``mean``
+        Positive scales.
+    """
+    if not 0.0 < floor <= 1.0:
+        raise ValidationError(f"floor must be in (0, 1], got {floor!r}")
+    mu = np.asarray(calibration_mean, dtype=float).ravel()
+    r2 = np.asarray(calibration_residuals, dtype=float).ravel() ** 2
+    if mu.shape != r2.shape or not (np.isfinite(mu).all() and np.isfinite(r2).all()):
+        raise ValidationError("a variance function needs finite calibration predictions and "
+                              "residuals of one shape")
+    if mu.size == 0:
+        raise ValidationError("a variance function needs calibration points")
+    smallest = floor * r2.mean()
+    if smallest == 0.0 or mu.size < VARIANCE_FUNCTION_MIN_POINTS:
+        # all residuals zero, or too few points for three coefficients: a constant scale
+        return np.ones(np.shape(mean))
+    lo, hi = mu.min(), mu.max()
+    x = np.clip(np.asarray(mean, dtype=float), lo, hi)
+    if hi - lo < 1e-12 * max(1.0, abs(hi)):  # one prediction: nothing to regress on
+        return np.sqrt(np.full(x.shape, r2.mean()))
+    poly = np.polynomial.Polynomial.fit(mu, r2, deg=2)
+    return np.sqrt(np.maximum(poly(x), smallest))
+
+
+#: Accepted kinds of a conformal interval's half-width (:func:`conformal_scales`).
+CONFORMAL_SCALES: tuple[str, ...] = ("constant", "bernoulli", "quadratic")
+
+
+def conformal_scales(kind: str, mean, calibration_mean, calibration_residuals) -> dict:
+    """``pred_scale`` / ``residual_scale`` of :func:`split_conformal_interval` for a scale kind.
+
+    ``"constant"``: none (the interval is ``ŷ ± q``); ``"bernoulli"``:
+    :func:`bernoulli_scale`; ``"quadratic"``: :func:`variance_function_scale` fitted to
+    the calibration residuals. ``mean`` holds the new points' predictions and
+    ``calibration_mean`` / ``calibration_residuals`` the calibration points' (same shape
+    as the residuals given to :func:`split_conformal_interval`).
+    """
+    if kind == "constant":
+        return {}
+    if kind == "bernoulli":
+        return {"pred_scale": bernoulli_scale(mean),
+                "residual_scale": bernoulli_scale(calibration_mean)}
+    if kind == "quadratic":
+        fit = (calibration_mean, calibration_residuals)
+        return {"pred_scale": variance_function_scale(mean, *fit),
+                "residual_scale": variance_function_scale(calibration_mean, *fit)}
+    raise ValidationError(f"conformal scale must be one of {CONFORMAL_SCALES}, got {kind!r}")
+
+
+def resolve_conformal_scale(kind: str, truth, oof_mean, score_range: tuple[float, float],
+                            level: float = 0.9) -> str:
+    """The scale kind to use, with ``"auto"`` chosen from the calibration points alone.
+
+    ``"auto"`` is ``"bernoulli"`` when the Bernoulli scale's leave-one-out interval scores
+    (:func:`loo_interval_scores`) of the calibration points have a lower mean than the
+    constant scale's, and ``"constant"`` otherwise, also where the scores are not in
+    [0, 1] (``score_range``) or there are fewer than three points. ``"bernoulli"`` is
+    checked against the data: it needs scores in [0, 1]. ``"quadratic"`` is
+    ``"constant"`` with fewer than :data:`VARIANCE_FUNCTION_MIN_POINTS` points (as
+    :func:`variance_function_scale` would be).
+
+    Parameters
+    ----------
+    kind : {"constant", "bernoulli", "quadratic", "auto"}
+    truth, oof_mean : array-like, shape (n,) or (R, n)
+        The calibration points' true scores and out-of-fold predictions.
+    score_range : (float, float)
+        The range a score can take.
+    level : float
+        Nominal coverage at which ``"auto"`` compares the intervals.
+    """
+    if kind not in (*CONFORMAL_SCALES, "auto"):
+        raise ValidationError(f"interval_scale must be one of {(*CONFORMAL_SCALES, 'auto')}, "
+                              f"got {kind!r}")
+    y, mu = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (truth, oof_mean))
+    if kind == "quadratic" and y.size < VARIANCE_FUNCTION_MIN_POINTS:
+        return "constant"
+    lo, hi = (float(v) for v in score_range)
+    in_unit = lo >= 0.0 and hi <= 1.0
+    if kind == "bernoulli" and not in_unit:
+        raise ValidationError(f"interval_scale='bernoulli' needs scores in [0, 1]; the "
+                              f"scores span [{lo:g}, {hi:g}]")
+    if kind != "auto":
+        return kind
+    if not in_unit or y.shape[-1] < 3:
+        return "constant"
+    constant = loo_interval_scores(y, mu, np.ones_like(mu), level).mean()
+    scaled = loo_interval_scores(y, mu, bernoulli_scale(mu), level).mean()
+    return "bernoulli" if scaled < constant else "constant"
 
 
 def interval_scores(y, lower, upper, alpha: float = 0.1) -> np.ndarray:

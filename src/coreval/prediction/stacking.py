@@ -17,7 +17,8 @@ poor (a misfitting IRT model) gets a weight near zero without being told.
 leave-one-out (:class:`sklearn.linear_model.RidgeCV`).
 
 The interval is split conformal (Lei et al. 2018) on the stacked out-of-fold
-residuals. They are cross-fitted: the residual of a model in fold ``f`` uses
+residuals, with the half-width scaled as ``interval_scale`` says
+(:func:`coreval.base.conformal.conformal_scales`). They are cross-fitted: the residual of a model in fold ``f`` uses
 weights learnt on the other folds' out-of-fold predictions, so neither the
 coreset, nor the components, nor the weights saw the model they are scored on.
 
@@ -39,7 +40,12 @@ from scipy.optimize import nnls
 from sklearn.linear_model import RidgeCV
 
 from coreval.base import Coreset, Prediction, Predictor, out_of_fold
-from coreval.base.conformal import split_conformal_interval
+from coreval.base.conformal import (
+    CONFORMAL_SCALES,
+    conformal_scales,
+    resolve_conformal_scale,
+    split_conformal_interval,
+)
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.irt.fit_spec import IRTFitSpec
@@ -137,6 +143,13 @@ class StackingPredictor(Predictor):
         one fit. The irt-bayes component keeps its own Bayesian fit.
     level : float
         Nominal coverage of the interval.
+    interval_scale : {"quadratic", "constant", "bernoulli", "auto"}
+        How the interval's half-width varies with the prediction: proportional to a
+        quadratic variance function of ``ŷ`` fitted to the stacked out-of-fold residuals
+        (the default), the same for every model, or proportional to ``sqrt(ŷ(1 − ŷ))``
+        (scores in [0, 1]) (:func:`coreval.base.conformal.conformal_scales`); ``"auto"``
+        chooses between the last two from the stacked out-of-fold residuals
+        (:func:`coreval.base.conformal.resolve_conformal_scale`).
     seed : int
         Seed of the folds and of the IRT components.
     show_progress : bool, optional
@@ -150,6 +163,10 @@ class StackingPredictor(Predictor):
     intercept_ : float
     residuals_ : ndarray
         Cross-fitted stacked out-of-fold residuals (the conformal calibration set).
+    oof_means_ : ndarray
+        The cross-fitted stacked out-of-fold predictions behind them.
+    interval_scale_ : str
+        The interval scale used (``"auto"`` resolved).
     oof_rows_ : ndarray of int
         The source rows those residuals belong to.
     component_rmse_ : dict of str to float
@@ -171,12 +188,14 @@ class StackingPredictor(Predictor):
 
     def __init__(self, components: tuple[str, ...] | str = "auto", meta: str = "nnls",
                  meta_folds: int = 5, irt: IRTFitSpec = GPIRT_FIT, level: float = 0.9,
-                 seed: int = 0, show_progress: bool | None = None) -> None:
+                 interval_scale: str = "quadratic", seed: int = 0,
+                 show_progress: bool | None = None) -> None:
         self.components = components
         self.meta = meta
         self.meta_folds = meta_folds
         self.irt = irt
         self.level = level
+        self.interval_scale = interval_scale
         self.seed = seed
         self.show_progress = show_progress
 
@@ -210,6 +229,9 @@ class StackingPredictor(Predictor):
             raise ValidationError(f"meta must be one of {META_LEARNERS}, got {self.meta!r}")
         if not 0.0 < float(self.level) < 1.0:
             raise ValidationError(f"level must be in (0, 1), got {self.level!r}")
+        if self.interval_scale not in (*CONFORMAL_SCALES, "auto"):
+            raise ValidationError(f"interval_scale must be one of "
+                                  f"{(*CONFORMAL_SCALES, 'auto')}, got {self.interval_scale!r}")
         folds = self.meta_folds
         if (isinstance(folds, bool) or not isinstance(folds, int | np.integer) or folds == 1
                 or folds < 0):
@@ -223,7 +245,9 @@ class StackingPredictor(Predictor):
         n = len(names)
         self.weights_, self.intercept_ = np.full(n, 1.0 / n), 0.0
         self.residuals_ = np.zeros(0)
+        self.oof_means_ = np.zeros(0)
         self.oof_rows_ = np.zeros(0, dtype=np.intp)
+        self.interval_scale_ = "constant"
         self.component_rmse_: dict[str, float] = {}
         self.rmse_ = float("nan")
         if folds == 0:
@@ -240,7 +264,10 @@ class StackingPredictor(Predictor):
                                 for j, name in enumerate(names)}
         self.weights_, self.intercept_ = stack_weights(p, y, self.meta)
         self.residuals_ = self._cross_fitted_residuals(p, y, oof.fold)
+        self.oof_means_ = y - self.residuals_
         self.oof_rows_ = oof.rows
+        self.interval_scale_ = resolve_conformal_scale(self.interval_scale, y, self.oof_means_,
+                                                       source.score_range(), float(self.level))
         self.rmse_ = float(np.sqrt(np.mean(self.residuals_ ** 2)))
 
     def _cross_fitted_residuals(self, p: np.ndarray, y: np.ndarray, fold: np.ndarray
@@ -283,7 +310,8 @@ class StackingPredictor(Predictor):
             nan = np.full_like(mean, np.nan)
             return Prediction(mean=mean, lower=nan, upper=nan, level=float(self.level),
                               interval="none")
-        lower, upper = split_conformal_interval(mean, self.residuals_, self.level)
+        scales = conformal_scales(self.interval_scale_, mean, self.oof_means_, self.residuals_)
+        lower, upper = split_conformal_interval(mean, self.residuals_, self.level, **scales)
         if self.clip_:
             lower, upper = np.clip(lower, 0.0, 1.0), np.clip(upper, 0.0, 1.0)
         return Prediction(mean=mean, lower=lower, upper=upper, level=float(self.level),
