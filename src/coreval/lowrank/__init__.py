@@ -12,6 +12,9 @@ mapped back.
   posterior predictive;
 * :mod:`.complete` — completion of a native-scale matrix (point, interval, nested conformal
   calibration and nested choice of rank and lambda on held-out training cells);
+* :mod:`.blend` — a convex blend of two completers (e.g. Bias-ALS and the Bayesian posterior
+  mean) whose weight and conformal interval come from well-observed rows reduced to a few
+  revealed cells, the situation of a new model;
 * :mod:`.rank_choice` — the Bayesian model's rank chosen among candidates by PSIS-LOO of the
   training cells;
 * :mod:`.foldin` — a new model's bias and factors from its scores on a few benchmarks (ridge,
@@ -29,6 +32,7 @@ from coreval.lowrank.bayes import (
     predictive_draws,
     start_values,
 )
+from coreval.lowrank.blend import complete_blend, reveal_cells
 from coreval.lowrank.complete import (
     Completion,
     complete_bayes,
@@ -59,6 +63,7 @@ __all__ = [
     "complete_als",
     "complete_bayes",
     "complete_bias_als",
+    "complete_blend",
     "conformal_factor",
     "conformal_scores",
     "fit_als",
@@ -74,6 +79,7 @@ __all__ = [
     "loo_elpd",
     "lowrank_model",
     "predictive_draws",
+    "reveal_cells",
     "select_als",
     "stack_ranks",
     "start_values",

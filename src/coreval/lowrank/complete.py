@@ -57,7 +57,7 @@ class Completion(NamedTuple):
     lower, upper : ndarray, same shape
         Central ``level`` interval (NaN when the method has none).
     interval : str
-        ``"none"``, ``"posterior"`` or ``"posterior+conformal"``.
+        ``"none"``, ``"posterior"``, ``"posterior+conformal"`` or ``"conformal"``.
     details : mapping, optional
         What the method chose inside the fit (e.g. ``rank`` and each candidate's PSIS-LOO
         ``elpd`` for :func:`complete_bayes` with several ranks).
