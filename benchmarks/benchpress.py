@@ -1015,8 +1015,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--folds", type=int, default=None, help="first N folds only")
     parser.add_argument("--n-jobs", type=int, default=1,
-                        help="held-out-cell folds and probe completions run at once "
-                             "(joblib workers)")
+                        help="held-out-cell folds, probe completions and new-release families "
+                             "and seeds run at once (joblib workers)")
     parser.add_argument("--out", default=None, help="markdown file (default: print)")
     parser.add_argument("--sections", nargs="+",
                         default=["cells", "probes", "temporal", "other"],
