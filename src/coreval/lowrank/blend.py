@@ -21,9 +21,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from coreval.base.conformal import conformal_quantile
 from coreval.errors import ValidationError
-from coreval.lowrank.complete import Completion
+from coreval.lowrank.complete import Completion, conformal_factor
 from coreval.lowrank.transform import check_matrix, percent_columns
 
 #: Candidate weights of the second completer when none are given.
@@ -130,14 +129,15 @@ def sparse_row_interval(mean: np.ndarray, values: np.ndarray, residuals: np.ndar
                         ) -> tuple[np.ndarray, np.ndarray]:
     """Split-conformal interval ``mean ± q s_j`` from held-out errors of sparse rows.
 
-    ``q`` is the conformal quantile (:func:`coreval.base.conformal.conformal_quantile`) of
-    the calibration scores ``|residual| / s_j``, with ``s_j`` the spread of the residual's
+    ``q`` is the normalised split-conformal factor
+    (:func:`coreval.lowrank.complete.conformal_factor`) of the calibration scores
+    ``|residual| / s_j``, with ``s_j`` the spread of the residual's
     column (:func:`column_spread` of ``values``). Percentage columns are clipped to
     [0, 100]. The guarantee holds for cells exchangeable with the calibration cells:
     those of rows that reveal as few cells as the validation rows did.
     """
     spread = column_spread(values)
-    q = conformal_quantile(np.abs(residuals) / spread[columns], level)
+    q = conformal_factor(residuals, 0.0, spread[columns], level)
     lower, upper = mean - q * spread, mean + q * spread
     pct = percent_columns(values)
     lower[:, pct] = np.clip(lower[:, pct], 0.0, 100.0)
