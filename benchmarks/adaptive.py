@@ -339,8 +339,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="latent dimensions of the adaptive tests' item bank (D >= 2: "
                              "adaptive Gauss-Hermite quadrature, coreval.adaptive.laplace)")
     parser.add_argument("--choose-dims", action="store_true",
-                        help="adaptive tests choose a 1-D or a 2-D bank in each run "
-                             "(AdaptivePredictor(choose_dims=True))")
+                        help="adaptive tests choose the bank's latent dimensions, 1 to "
+                             "--max-dims, in each run (AdaptivePredictor(choose_dims=True))")
+    parser.add_argument("--max-dims", type=int, default=2,
+                        help="the most dimensions --choose-dims tries")
     parser.add_argument("--width", type=float, default=0.04)
     parser.add_argument("--width-targets", type=int, default=30,
                         help="targets of each split that run the width-stopped tests (the "
@@ -363,14 +365,14 @@ def main(argv: list[str] | None = None) -> int:
             " ".join(map(str, value)) if isinstance(value, list) else str(value)))
         for key, value in vars(args).items()
         if key in ("static", "rules", "exposure_rules", "max_exposure", "bank_dims",
-                   "choose_dims", "start_methods", "tag")
+                   "choose_dims", "max_dims", "start_methods", "tag")
         and value != defaults[key])
     if args.bank_dims != 1:
         from coreval.irt.source_fit import BAYES_FIT
 
         ADAPTIVE_OPTIONS["irt"] = BAYES_FIT.replace(dims=args.bank_dims)
     if args.choose_dims:
-        ADAPTIVE_OPTIONS["choose_dims"] = True
+        ADAPTIVE_OPTIONS.update(choose_dims=True, max_dims=args.max_dims)
     raw = RESULTS / "raw" / args.tag
     raw.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
@@ -532,8 +534,9 @@ def to_markdown(table: pd.DataFrame, timing: pd.DataFrame, args, command: str,
                 f"{args.start_targets} targets. " if args.starts > 1 else "")
              + "`τ misfit` is the learnt τ (pp). "
              + ("`bank D`: the latent dimensions of the bank each run chose "
-                "(`choose_dims=True`: a 1-D and a 2-D bank run the misfit folds, and the one "
-                "whose held-out source tests did better is kept). " if args.choose_dims
+                f"(`choose_dims=True`: banks of 1 to {args.max_dims} dimensions run the "
+                "misfit folds, and the one whose held-out source tests did best is kept). "
+                if args.choose_dims
                 else "")
              + (f"The adaptive tests' item bank is a {args.bank_dims}-dimensional 2PL "
                 "(ability posterior by adaptive Gauss-Hermite quadrature around the Laplace "

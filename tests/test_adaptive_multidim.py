@@ -73,6 +73,45 @@ def test_adaptive_quadrature_matches_a_fine_grid(n_draws, guessing, n_answers):
     assert score_moments(state)[0] == pytest.approx(score, abs=2e-4)
 
 
+def test_nodes_per_axis_follow_the_node_budget():
+    from coreval.adaptive.bank import laplace_nodes
+
+    assert [laplace_nodes(d) for d in (1, 2, 3, 4, 5)] == [7, 7, 4, 3, 3]
+    with pytest.raises(ValidationError, match="dims must be at least 1"):
+        laplace_nodes(0)
+
+
+@pytest.mark.parametrize("n_answers", [10, 60, 150])
+def test_three_dimensional_quadrature_matches_a_fine_grid(n_answers):
+    """D = 3 with 4 nodes per axis (64, ``laplace_nodes``) against a 61³ product grid."""
+    rng = np.random.default_rng(20 + n_answers)
+    n_items = 180
+    a = np.abs(rng.normal(1.0, 0.3, (n_items, 3))) * np.repeat(np.eye(3), n_items // 3, 0)
+    a = a + 0.15 * np.abs(rng.normal(size=(n_items, 3)))
+    bank = ItemBank(items=[f"i{j}" for j in range(n_items)], a=a[None],
+                    d=rng.normal(0.0, 1.0, (1, n_items)))
+    y_all = (rng.random(n_items) < bank.probs_at(np.array([0.8, -0.4, 0.2]))[0]).astype(float)
+    asked = rng.permutation(n_items)[:n_answers]
+    state = update(init(bank), asked, y_all[asked])
+    g = np.linspace(-5.0, 5.0, 61)
+    nodes = np.array(np.meshgrid(g, g, g, indexing="ij")).reshape(3, -1).T
+    p = bank.probs_at(nodes)[0]                                   # (G, N)
+    pa = p[:, asked]
+    y = y_all[asked]
+    loglik = np.log(np.where(y == 1.0, pa, 1.0 - pa)).sum(axis=1) - 0.5 * (nodes**2).sum(1)
+    w = np.exp(loglik - loglik.max())
+    w /= w.sum()
+    mean = w @ nodes
+    sd = np.sqrt(w @ (nodes - mean) ** 2)
+    rest = np.setdiff1d(np.arange(n_items), asked)
+    score = bank.weights[asked] @ y + w @ p[:, rest] @ bank.weights[rest]
+    got_mean, got_sd = state.theta_moments()
+    assert state.nodes.shape == (64, 3)
+    np.testing.assert_allclose(got_mean, mean, atol=0.01)
+    np.testing.assert_allclose(got_sd, sd, rtol=0.03)
+    assert score_moments(state)[0] == pytest.approx(score, abs=1e-3)
+
+
 def test_batch_updates_equal_one_at_a_time():
     rng = np.random.default_rng(3)
     bank = _two_dim_bank(rng, n_draws=2)
@@ -207,13 +246,13 @@ def test_cli_adapt_replays_answers_through_a_two_dimensional_bank(tmp_path):
     assert 0 < sum(p < 20 for p in positions) < 12
 
 
-def _two_ability_matrix(rng, n_models, n_items):
+def _two_ability_matrix(rng, n_models, n_items, dims=2):
+    """Items split into ``dims`` blocks, each loading on one of ``dims`` abilities."""
     from coreval.data.matrix import ScoreMatrix
 
-    a = np.abs(rng.normal(1.5, 0.3, (n_items, 2)))
-    a[: n_items // 2, 1] = 0.0
-    a[n_items // 2:, 0] = 0.0
-    theta = rng.normal(size=(n_models, 2))
+    block = np.repeat(np.eye(dims), -(-n_items // dims), axis=0)[:n_items]
+    a = np.abs(rng.normal(1.5, 0.3, (n_items, dims))) * block
+    theta = rng.normal(size=(n_models, dims))
     y = rng.random((n_models, n_items)) < expit(theta @ a.T + rng.normal(0, 1, n_items))
     return ScoreMatrix(y.astype(float))
 
@@ -237,6 +276,34 @@ def test_choose_dims_takes_the_two_dimensional_bank_on_two_dimensional_data(k, w
         assert 0.0 < crit[2] < 0.2
     else:              # the mean items of the replayed stops, within the budget
         assert 1.0 <= crit[2] <= k
+
+
+def test_choose_dims_up_to_three_takes_three_on_three_ability_data():
+    """``max_dims=3``: the held-out tests (width stop) need fewest items with the 3-D bank."""
+    from coreval.base import FitCache
+    from coreval.methods import get_method
+    from coreval.pipeline import fit_method
+
+    source = _two_ability_matrix(np.random.default_rng(4), 90, 45, dims=3)
+    fitted = fit_method(get_method("cat-score"), source, 25, seed=0, cache=FitCache(),
+                        fit_method="map", num_steps=300, tau_folds=3, choose_dims=True,
+                        max_dims=3, width=0.3)
+    predictor = fitted.predictor
+    crit = predictor.dims_criterion_
+    assert set(crit) == {1, 2, 3} and crit[3] < min(crit[1], crit[2]), crit
+    assert predictor.irt_spec_.dims == 3 and predictor.bank_.dims == 3
+
+
+@pytest.mark.parametrize("max_dims", [1, 2.5, True])
+def test_max_dims_is_checked(max_dims):
+    from coreval.base import FitCache
+    from coreval.methods import get_method
+    from coreval.pipeline import fit_method
+
+    source = _two_ability_matrix(np.random.default_rng(3), 30, 20)
+    with pytest.raises(ValidationError, match="max_dims must be an integer of at least 2"):
+        fit_method(get_method("cat-score"), source, 5, seed=0, cache=FitCache(),
+                   fit_method="map", num_steps=100, choose_dims=True, max_dims=max_dims)
 
 
 def test_choose_dims_breaks_a_tie_at_the_budget_by_the_narrower_interval():

@@ -27,9 +27,30 @@ GRID_HALF_WIDTH = 5.0
 GRID_NODES = 61
 #: Item-parameter draws kept by default (a subsample of the fit's draws).
 MAX_DRAWS = 50
-#: Gauss-Hermite nodes per dimension of the adaptive quadrature used when D ≥ 2
-#: (``LAPLACE_NODES ** D`` nodes per item-parameter draw).
+#: Gauss-Hermite nodes per dimension of the adaptive quadrature used when D ≥ 2: at most
+#: ``LAPLACE_NODES``, and fewer where ``LAPLACE_NODES ** D`` would pass
+#: ``LAPLACE_NODE_BUDGET`` nodes per item-parameter draw, but never under
+#: ``LAPLACE_MIN_NODES`` (:func:`laplace_nodes`).
 LAPLACE_NODES = 7
+LAPLACE_NODE_BUDGET = 64
+LAPLACE_MIN_NODES = 3
+
+
+def laplace_nodes(dims: int) -> int:
+    """Gauss-Hermite nodes per dimension of the adaptive quadrature for ``dims`` abilities.
+
+    ``max(LAPLACE_MIN_NODES, min(LAPLACE_NODES, ⌊LAPLACE_NODE_BUDGET^(1/D)⌋))``: 7 for
+    D = 2 (49 nodes), 4 for D = 3 (64), 3 from D = 4 (81, 243, ...). The nodes are placed
+    around the Laplace approximation of each test's posterior and importance-corrected
+    (:mod:`coreval.adaptive.laplace`), so few per dimension suffice once the posterior is
+    close to Gaussian: ``n`` nodes integrate polynomials of degree ``2n − 1`` exactly
+    (Liu & Pierce 1994). The budget keeps a step's cost, which grows with the nodes,
+    within a few times that of D = 2.
+    """
+    if dims < 1:
+        raise ValidationError(f"dims must be at least 1, got {dims}")
+    per_axis = int(np.floor(LAPLACE_NODE_BUDGET ** (1.0 / dims) + 1e-9))
+    return max(LAPLACE_MIN_NODES, min(LAPLACE_NODES, per_axis))
 
 
 @dataclass(frozen=True, eq=False)

@@ -122,9 +122,9 @@ def adaptive_nodes(bank, asked: np.ndarray, responses: np.ndarray, start: np.nda
     log_weight : ndarray, shape (S, G)
         Unnormalised log posterior on the (draw, node) pairs (module docstring).
     """
-    from coreval.adaptive.bank import LAPLACE_NODES
+    from coreval.adaptive.bank import laplace_nodes
 
-    z, log_w = gauss_hermite_nodes(bank.dims, LAPLACE_NODES)
+    z, log_w = gauss_hermite_nodes(bank.dims, laplace_nodes(bank.dims))
     if len(asked):
         a = bank.a[:, asked].mean(axis=0)
         d = bank.d[:, asked].mean(axis=0)

@@ -470,8 +470,10 @@ def adapt_cmd(
                                       "or more: the ability posterior by adaptive "
                                       "Gauss-Hermite quadrature).")] = 1,
     choose_dims: Annotated[bool, typer.Option(
-        help="Fit a 1-D and a 2-D bank and keep the one whose tests of "
-        "held-out known models do better (needs --tau cv).")] = False,
+        help="Fit banks of 1 to --max-dims dimensions and keep the one whose tests of "
+        "held-out known models do best (needs --tau cv).")] = False,
+    max_dims: Annotated[int, typer.Option(min=2, help="The most dimensions --choose-dims "
+                                          "tries.")] = 2,
     fit_method: Annotated[str, typer.Option(help="IRT fit: svi, map or nuts.")] = "svi",
     num_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of the fit.")] = 2000,
     tau: Annotated[str, typer.Option(help="Misfit sd of a score predicted from no answers, "
@@ -527,7 +529,8 @@ def adapt_cmd(
     # width stop, learnt where those tests stop: coreval.adaptive.misfit).
     stop_width = width if width > 0 else None
     fitted = fit_pipeline(get_method(f"cat-{rule}"), source, n_max, seed=seed, model=model,
-                          dims=dims, choose_dims=choose_dims, fit_method=fit_method, num_steps=num_steps, tau=tau_value,
+                          dims=dims, choose_dims=choose_dims, max_dims=max_dims,
+                          fit_method=fit_method, num_steps=num_steps, tau=tau_value,
                           width=stop_width, level=level, batch=batch,
                           randomesque=randomesque, calibration="native")
     bank = fitted.predictor.bank_

@@ -105,17 +105,21 @@ class AdaptivePredictor(Predictor):
     irt : IRTFitSpec
         The IRT fit (the bank selector's, through the caller's cache).
     choose_dims : bool
-        Also build the bank from a 2-D fit (``irt`` with ``dims=2``; its ability posterior
-        by adaptive quadrature, :mod:`coreval.adaptive.laplace`) and keep whichever
-        bank's held-out source tests, the ones ``tau="cv"`` runs anyway, do better: the
-        lower out-of-fold RMSE at the budget, or with ``width`` the fewer items asked
-        under the stop with the τ learnt for each (both then cover ``level`` of the
-        held-out tests). With ``width``, equal items (every held-out test of both
-        banks stopped by the budget) go to the narrower mean interval at the stop,
-        again with each bank's own τ. A full tie keeps the 1-D bank. The choice uses
-        the source models only, inside each run (as irt-bayes' ``choose_dims``). Needs
-        ``tau="cv"`` and a 1-D ``irt``. Cost: the misfit folds and the final fit twice, the 2-D ones slower
-        (each answer moves the quadrature nodes).
+        Also build banks from fits with 2, ..., ``max_dims`` latent dimensions (``irt``
+        with ``dims=D``; their ability posterior by adaptive quadrature,
+        :mod:`coreval.adaptive.laplace`) and keep whichever bank's held-out source tests,
+        the ones ``tau="cv"`` runs anyway, do best: the lowest out-of-fold RMSE at the
+        budget, or with ``width`` the fewest items asked under the stop with the τ learnt
+        for each (all then cover ``level`` of the held-out tests). With ``width``, equal
+        items (every held-out test of the banks stopped by the budget) go to the
+        narrower mean interval at the stop, again with each bank's own τ. A full tie
+        keeps the fewer dimensions. The choice uses the source models only, inside each
+        run (as irt-bayes' ``choose_dims``).
+        Needs ``tau="cv"`` and a 1-D ``irt``. Cost: the misfit folds and the final fit
+        once per candidate D, those with D ≥ 2 slower (each answer moves the quadrature
+        nodes; :func:`coreval.adaptive.bank.laplace_nodes` per axis).
+    max_dims : int
+        The most latent dimensions ``choose_dims`` tries (2: a 1-D and a 2-D bank).
     level : float
     seed : int
     show_progress : bool, optional
@@ -124,14 +128,19 @@ class AdaptivePredictor(Predictor):
     ----------
     bank_ : ItemBank
     irt_spec_ : IRTFitSpec
-        The IRT fit the bank comes from (``irt``, or its 2-D version chosen by
-        ``choose_dims``).
+        The IRT fit the bank comes from (``irt``, or the version with the dimensions
+        chosen by ``choose_dims``).
     dims_criterion_ : dict or None
         With ``choose_dims``: each candidate's criterion (out-of-fold RMSE, or mean
         items at the width stop), keyed by D.
     dims_width_ : dict or None
         With ``choose_dims`` and ``width``: each candidate's mean interval width at the
         replayed stops (the tie-break), keyed by D.
+    misfit_paths_ : dict
+        With ``tau="cv"`` and ``width``: each candidate bank's held-out source tests,
+        keyed by D, as ``(truth, means, variances, shares)`` (the arguments of
+        :func:`coreval.adaptive.misfit.width_stop_misfit`), so that a stop can be replayed
+        under other widths or τ without running the tests again.
     tau_ : float
         The misfit standard deviation in use.
     exposure_ : ndarray or None
@@ -154,7 +163,7 @@ class AdaptivePredictor(Predictor):
     def __init__(self, *, rule: str = "score", width: float | None = None, batch: int = 1,
                  randomesque: int = 1, max_exposure: float | None = None,
                  tau: float | str = "cv", tau_folds: int = 10,
-                 irt: IRTFitSpec = BAYES_FIT, choose_dims: bool = False,
+                 irt: IRTFitSpec = BAYES_FIT, choose_dims: bool = False, max_dims: int = 2,
                  level: float = 0.9, seed: int = 0, show_progress: bool | None = None) -> None:
         self.rule = rule
         self.width = width
@@ -165,6 +174,7 @@ class AdaptivePredictor(Predictor):
         self.tau_folds = tau_folds
         self.irt = irt
         self.choose_dims = choose_dims
+        self.max_dims = max_dims
         self.level = level
         self.seed = seed
         self.show_progress = show_progress
@@ -183,7 +193,15 @@ class AdaptivePredictor(Predictor):
             raise ValidationError("choose_dims needs tau='cv' (its held-out tests are the "
                                   f"criterion) and a 1-D irt; got tau={self.tau!r}, "
                                   f"dims={self.irt.dims}")
-        specs = [self.irt] + ([self.irt.replace(dims=2)] if self.choose_dims else [])
+        if self.choose_dims and (isinstance(self.max_dims, bool)
+                                 or not isinstance(self.max_dims, int | np.integer)
+                                 or self.max_dims < 2):
+            raise ValidationError(f"max_dims must be an integer of at least 2, got "
+                                  f"{self.max_dims!r}")
+        self.misfit_paths_ = {}
+        specs = [self.irt] + ([self.irt.replace(dims=dims)
+                               for dims in range(2, int(self.max_dims) + 1)]
+                              if self.choose_dims else [])
         found = {}
         for spec in specs:
             found[spec.dims] = (self._misfit(source, spec) if self.tau == "cv"
@@ -251,6 +269,7 @@ class AdaptivePredictor(Predictor):
         if len(oof.rows) == 0:
             return 0.0, (np.nan, np.nan)
         means, variances, shares = np.split(oof.collected, 3, axis=1)
+        self.misfit_paths_[params["irt"].dims] = (oof.truth, means, variances, shares)
         tau = width_stop_misfit(oof.truth, means, variances, shares, width=float(self.width),
                                 level=self.level)
         steps, _ = stopped_coverage(tau, oof.truth, means, variances, shares,
