@@ -43,17 +43,10 @@ from _results import RESULTS, SHARED, provenance, write_markdown
 RAW = RESULTS / "raw" / "adaptive_width_dims"
 
 
-def padded(paths: list[np.ndarray], length: int) -> tuple[np.ndarray, ...]:
-    """Means, variances and shares of each test, one row per test, NaN after its end."""
-    out = np.full((3, len(paths), length), np.nan)
-    for j, path in enumerate(paths):
-        out[:, j, :len(path)] = path.T
-    return out[0], out[1], out[2]
-
-
 def trajectories(name: str, matrix, seed: int, dims: int, args) -> dict:
     """The held-out source tests' and the targets' trajectories with ``τ = 0`` (stored)."""
     from coreval._atomic import write_atomic
+    from coreval.adaptive.misfit import padded_paths
     from coreval.base import FitCache
     from coreval.data.splits import make_split
     from coreval.irt.source_fit import BAYES_FIT
@@ -77,7 +70,7 @@ def trajectories(name: str, matrix, seed: int, dims: int, args) -> dict:
     rows = target.values[:args.targets, fitted.coreset.indices]
     t0 = time.perf_counter()
     fitted.predict_array(rows)
-    means, variances, shares = padded(predictor.paths_, src[1].shape[1])
+    means, variances, shares = padded_paths(predictor.paths_, src[1].shape[1])
     found = {"src_truth": src[0], "src_means": src[1], "src_variances": src[2],
              "src_shares": src[3], "truth": target.summary_scores()[:args.targets],
              "means": means, "variances": variances, "shares": shares,

@@ -513,7 +513,7 @@ def test_width_stopped_tests_learn_tau_where_they_stop():
     """With a width stop, τ is learnt from held-out trajectories replayed under each τ:
     the stops of the final tests are exactly the replayed ones, and they cover."""
     import coreval
-    from coreval.adaptive.misfit import stopped_coverage
+    from coreval.adaptive.misfit import padded_paths, stopped_coverage
 
     source, target, truth = _two_abilities()
     fit = {"fit_method": "map", "num_steps": 300, "num_draws": 30}
@@ -525,9 +525,7 @@ def test_width_stopped_tests_learn_tau_where_they_stop():
     # the same tests run to the budget with τ = 0, replayed under the learnt τ
     full = coreval.select(source, "cat-score", 40, seed=0, tau=0.0, **fit)
     full.predict_array(target)
-    grid = np.full((3, len(truth), full.predictor.bank_.n_items + 1), np.nan)
-    for j, path in enumerate(full.predictor.paths_):
-        grid[:, j, :len(path)] = path.T
+    grid = padded_paths(full.predictor.paths_, full.predictor.bank_.n_items + 1)
     steps, _ = stopped_coverage(stopped.predictor.tau_, truth, *grid, width=0.15)
     np.testing.assert_array_equal(steps, stopped.predictor.items_used_)
 
@@ -550,3 +548,20 @@ def test_stopped_widths_is_the_stop_rule_interval_at_each_stop():
         assert widths[i] <= width or n == variances.shape[1] - 1
     with pytest.raises(ValidationError, match="one step per trajectory"):
         stopped_widths(tau, variances, shares, steps[:-1])
+
+
+def test_padded_paths_lays_trajectories_out_one_row_per_test():
+    from coreval.adaptive.misfit import padded_paths
+
+    short = np.array([[0.5, 0.01, 1.0], [0.6, 0.005, 0.8]])
+    long = np.array([[0.4, 0.02, 1.0], [0.45, 0.01, 0.9], [0.47, 0.004, 0.7]])
+    means, variances, shares = padded_paths([short, long], 4)
+    assert means.shape == variances.shape == shares.shape == (2, 4)
+    np.testing.assert_array_equal(means[0, :2], short[:, 0])
+    np.testing.assert_array_equal(variances[1, :3], long[:, 1])
+    np.testing.assert_array_equal(shares[1, :3], long[:, 2])
+    assert np.isnan(means[0, 2:]).all() and np.isnan(shares[1, 3])
+    with pytest.raises(ValidationError, match="trajectory 1 has shape"):
+        padded_paths([short, long], 2)
+    with pytest.raises(ValidationError, match="trajectory 0 has shape"):
+        padded_paths([short[:, :2]], 4)

@@ -37,6 +37,32 @@ from scipy.stats import norm
 from coreval.errors import ValidationError
 
 
+def padded_paths(paths, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tests' trajectories as the arrays the functions of this module read.
+
+    Parameters
+    ----------
+    paths : sequence of array, each (n_steps, 3)
+        One test's ``(mean_n, v_n, ρ_n)`` per step, from its start
+        (:attr:`coreval.prediction.adaptive.AdaptivePredictor.paths_`).
+    length : int
+        Columns of the result; at least the longest test's steps.
+
+    Returns
+    -------
+    means, variances, shares : ndarray, each (n_tests, length)
+        One row per test, NaN after the test's last step.
+    """
+    out = np.full((3, len(paths), int(length)), np.nan)
+    for j, path in enumerate(paths):
+        path = np.asarray(path, dtype=float)
+        if path.ndim != 2 or path.shape[1] != 3 or len(path) > length:
+            raise ValidationError(f"trajectory {j} has shape {path.shape}; expected "
+                                  f"(n_steps <= {length}, 3)")
+        out[:, j, :len(path)] = path.T
+    return out[0], out[1], out[2]
+
+
 def _check_paths(truth, means, variances, shares) -> tuple[np.ndarray, ...]:
     y = np.asarray(truth, dtype=float).ravel()
     m, v, s = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (means, variances, shares))

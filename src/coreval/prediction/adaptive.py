@@ -19,7 +19,12 @@ from coreval.adaptive import (
     score_width,
 )
 from coreval.adaptive.estimate import misfit_sd, score_moments, unasked_share
-from coreval.adaptive.misfit import stopped_coverage, stopped_widths, width_stop_misfit
+from coreval.adaptive.misfit import (
+    padded_paths,
+    stopped_coverage,
+    stopped_widths,
+    width_stop_misfit,
+)
 from coreval.base import Coreset, Prediction, Predictor, out_of_fold
 from coreval.base.conformal import conformal_inflation
 from coreval.data.matrix import ScoreMatrix
@@ -46,12 +51,7 @@ def _padded_paths(predictor: AdaptivePredictor, x: np.ndarray) -> np.ndarray:
     Row ``[means | variances | shares]``, each block ``n_items + 1`` long and NaN after
     the test's last step.
     """
-    length = predictor.bank_.n_items + 1
-    out = np.full((len(predictor.paths_), 3 * length), np.nan)
-    for j, path in enumerate(predictor.paths_):
-        for c in range(3):
-            out[j, c * length:c * length + len(path)] = path[:, c]
-    return out
+    return np.hstack(padded_paths(predictor.paths_, predictor.bank_.n_items + 1))
 
 
 class AdaptivePredictor(Predictor):
