@@ -51,9 +51,11 @@ def test_blend_weight_is_the_normal_normal_precision_weight() -> None:
 def test_blend_shift_by_hand() -> None:
     # observed part 0.1 from W_C = 0.2, so the coreset mean is 0.5; W_U = 0.8 and the
     # prediction 0.74 says the unseen mean is (0.74 - 0.1) / 0.8 = 0.8: gap -0.3.
-    parts = np.array([[0.1, 0.5, 0.8, 0.05]])
+    # the coreset's effective size is 20, so its estimate of the mean score is
+    # (20 * 0.5 + 0.5) / 21 = 0.5 and v = 0.5 * 0.5 * f
+    parts = np.array([[0.1, 0.5, 0.8, 0.05, 20.0]])
     mean = np.array([0.74])
-    v = 0.74 * 0.26 * 0.05
+    v = 0.5 * 0.5 * 0.05
     expected = 0.8 * (0.02 / (0.02 + v)) * -0.3
     np.testing.assert_allclose(blend_shift(mean, parts, 0.02), [expected])
     np.testing.assert_allclose(blend_shift(mean, parts, np.inf), [0.8 * -0.3])
@@ -62,12 +64,35 @@ def test_blend_shift_by_hand() -> None:
     np.testing.assert_allclose(mean + blend_shift(mean, parts, np.inf), [0.1 + 0.8 * 0.5])
 
 
+def test_blend_weight_reads_the_coreset_not_the_prediction_it_checks() -> None:
+    """λ depends on the coreset's answers only: a biased IRT prediction cannot buy itself
+    weight by inflating the coreset mean's variance."""
+    k, n_items = 89, 894
+    f = unseen_mean_variance_factor(np.full(k, 1.0 / k), n_items)
+    # a model with every coreset item wrong; IRT predictions with a guessing floor
+    parts = np.array([[0.0, 0.0, 1 - k / n_items, f, float(k)]] * 2)
+    mean = np.array([0.03, 0.15])
+    shift = blend_shift(mean, parts, 4.8e-4)
+    gap = -mean / parts[:, 2]
+    weights = shift / (parts[:, 2] * gap)
+    assert weights[0] == pytest.approx(weights[1])
+    s = 0.5 / (k + 1)  # Jeffreys' estimate of a mean score with 0 of k right
+    assert weights[0] == pytest.approx(4.8e-4 / (4.8e-4 + s * (1 - s) * f))
+    assert weights[0] > 0.85
+    assert mean[0] + shift[0] < 0.005
+    # the earlier form reads the prediction, so the biased one keeps more of itself
+    old = blend_shift(mean, parts, 4.8e-4, variance="prediction") / (parts[:, 2] * gap)
+    assert old[1] < old[0] < weights[0]
+    with pytest.raises(ValidationError, match="blend_variance must be one of"):
+        blend_shift(mean, parts, 4.8e-4, variance="model")
+
+
 def test_choose_blend_recovers_the_variance_that_generated_the_errors() -> None:
     rng = np.random.default_rng(0)
     n = 40
     mean = rng.uniform(0.3, 0.8, n)
     parts = np.column_stack([0.1 * mean, rng.uniform(0.2, 0.9, n), np.full(n, 0.9),
-                             np.full(n, 0.02)])
+                             np.full(n, 0.02), np.full(n, 50.0)])
     for tau2 in (BLEND_TAU2[0], BLEND_TAU2[12], BLEND_TAU2[-1]):
         residuals = blend_shift(mean, parts, tau2)
         assert choose_blend(residuals, mean, parts) == tau2

@@ -65,6 +65,8 @@ from coreval.regression.ridge_loo import ridge_baseline
 MISFIT_MODES: tuple[str, ...] = ("cv", "in-sample", "none")
 #: Accepted values of ``IRTBayesPredictor(blend=...)``.
 BLENDS: tuple[str, ...] = ("cv", "none")
+#: Accepted values of ``IRTBayesPredictor(blend_variance=...)`` (:func:`blend_shift`).
+BLEND_VARIANCES: tuple[str, ...] = ("coreset", "prediction")
 
 #: Candidate values of the blend's prior variance ``τ_U²`` (fractions²): none, a grid from
 #: (0.1 pp)² to (30 pp)², and ``inf`` (the coreset mean alone).
@@ -105,40 +107,61 @@ def unseen_mean_variance_factor(weights: np.ndarray, n_items: int) -> float:
     return float(np.sum((w / w.sum()) ** 2)) / (1.0 - k / n_items)
 
 
-def blend_shift(mean: np.ndarray, parts: np.ndarray, tau2: float) -> np.ndarray:
+def blend_shift(mean: np.ndarray, parts: np.ndarray, tau2: float, *,
+                variance: str = "coreset") -> np.ndarray:
     """The blend's change to the full-score prediction, ``W_U λ (ȳ_C − p̂_U)``.
 
     Parameters
     ----------
     mean : ndarray (n,)
         Full-score predictions without the blend, ``Σ_C w_i y_i + W_U p̂_U``.
-    parts : ndarray (n, 4)
-        Per model ``Σ_C w_i y_i``, the coreset mean ``ȳ_C``, ``W_U = Σ_{i∉C} w_i`` and
-        ``f = Σ_C ŵ_i² / (1 − k/N)`` (:meth:`IRTBayesPredictor.blend_parts`); the
-        variance of the coreset mean around the unseen items' mean is ``v = s (1 − s) f``
-        with ``s`` the predicted score
-        (the largest variance of a score in [0, 1] with that mean; a binary score's
-        exactly).
+    parts : ndarray (n, 5)
+        Per model ``Σ_C w_i y_i``, the coreset mean ``ȳ_C``, ``W_U = Σ_{i∉C} w_i``,
+        ``f = Σ_C ŵ_i² / (1 − k/N)`` and the coreset's effective size
+        ``n_C = 1 / Σ_C ŵ_i²`` (:meth:`IRTBayesPredictor.blend_parts`). The variance of
+        the coreset mean around the unseen items' mean is ``v = s (1 − s) f`` (the
+        largest variance of a score in [0, 1] with mean ``s``; a binary score's
+        exactly), with ``s = (n_C ȳ_C + 1/2) / (n_C + 1)`` the coreset's own estimate
+        of the model's mean score (the posterior mean of a binomial proportion under
+        Jeffreys' prior; it keeps ``v > 0`` for a coreset of all 0s or all 1s). ``s``
+        is not the IRT prediction: the blend is the check of that prediction, and a
+        prediction biased towards 1/2 (e.g. a 3PL's guessing floor under a model that
+        answers nothing right) would inflate ``v`` and so take weight away from the
+        coreset mean that corrects it (the variance of a sample
+        mean estimated from the sample, as in design-based survey sampling; Cochran 1977).
     tau2 : float
         ``τ_U²`` (0: no blend).
+    variance : {"coreset", "prediction"}
+        The ``s`` of ``v``: the coreset's estimate above (default), or the clipped
+        prediction ``mean`` itself (compared in
+        benchmarks/results/irt_bayes_blend_variance.md).
     """
-    observed, ybar, w_unseen, f = (np.asarray(parts, dtype=float)[:, j] for j in range(4))
+    observed, ybar, w_unseen, f, n_eff = (np.asarray(parts, dtype=float)[:, j]
+                                           for j in range(5))
     if tau2 == 0.0:
         return np.zeros_like(mean)
     safe = np.where(w_unseen > 0, w_unseen, 1.0)
     gap = ybar - (mean - observed) / safe
-    s = np.clip(mean, 0.0, 1.0)
+    if variance == "coreset":
+        s = (np.clip(ybar, 0.0, 1.0) * n_eff + 0.5) / (n_eff + 1.0)
+    elif variance == "prediction":
+        s = np.clip(mean, 0.0, 1.0)
+    else:
+        raise ValidationError(
+            f"blend_variance must be one of {BLEND_VARIANCES}, got {variance!r}")
     return np.where(w_unseen > 0, w_unseen * blend_weight(tau2, s * (1.0 - s) * f) * gap, 0.0)
 
 
-def choose_blend(residuals: np.ndarray, mean: np.ndarray, parts: np.ndarray) -> float:
+def choose_blend(residuals: np.ndarray, mean: np.ndarray, parts: np.ndarray, *,
+                 variance: str = "coreset") -> float:
     """The ``τ_U²`` of :data:`BLEND_TAU2` whose blend minimises the squared out-of-fold errors.
 
     ``residuals`` = ``y − mean`` of held-out source models; ties go to the smaller
     ``τ_U²`` (less blending). One number chosen on the source models' held-out
     predictions, inside the run (empirical Bayes by cross-validation).
     """
-    losses = [float(np.sum((residuals - blend_shift(mean, parts, t)) ** 2)) for t in BLEND_TAU2]
+    losses = [float(np.sum((residuals - blend_shift(mean, parts, t, variance=variance)) ** 2))
+              for t in BLEND_TAU2]
     return float(BLEND_TAU2[int(np.argmin(losses))])
 
 
@@ -180,6 +203,12 @@ class IRTBayesPredictor(Predictor):
         model where the departure is systematic, as gp-IRT's ``λ`` does (Polo et al.
         2024). A coreset that is not a sample of the items (Fisher) gets ``τ_U² = 0``
         when the coreset mean misleads. ``"none"``: no blend.
+    blend_variance : {"coreset", "prediction"}
+        Where the blend's ``v`` reads the model's mean score (:func:`blend_shift`):
+        ``"coreset"`` (default), the coreset's own (Jeffreys) estimate, so that the
+        weight of the coreset mean does not depend on the prediction it checks;
+        ``"prediction"``, the IRT prediction (compared in
+        benchmarks/results/irt_bayes_blend_variance.md).
     level : float
         Nominal coverage of the credible interval.
     ability_method : {"eap", "nuts", "map"}
@@ -292,6 +321,7 @@ class IRTBayesPredictor(Predictor):
 
     def __init__(self, *, irt: IRTFitSpec = BAYES_FIT, noise: bool = True,
                  misfit: str | bool = "cv", misfit_folds: int = 5, blend: str = "cv",
+                 blend_variance: str = "coreset",
                  level: float = 0.9, ability_method: str = "eap", seed: int = 0,
                  check: bool = True, choose_dims: bool = True,
                  show_progress: bool | None = None) -> None:
@@ -300,6 +330,7 @@ class IRTBayesPredictor(Predictor):
         self.misfit = misfit
         self.misfit_folds = misfit_folds
         self.blend = blend
+        self.blend_variance = blend_variance
         self.level = level
         self.ability_method = ability_method
         self.seed = seed
@@ -315,6 +346,9 @@ class IRTBayesPredictor(Predictor):
         mode = self._misfit_mode()  # validate before the (slow) fit
         if self.blend not in BLENDS:
             raise ValidationError(f"blend must be one of {BLENDS}, got {self.blend!r}")
+        if self.blend_variance not in BLEND_VARIANCES:
+            raise ValidationError(f"blend_variance must be one of {BLEND_VARIANCES}, "
+                                  f"got {self.blend_variance!r}")
         self._fit_candidates(source, mode)
         self.ppc_ = (posterior_predictive_check(self.irt_fit_, source.values, seed=self.seed)
                      if self.check and self.logistic_ else None)
@@ -573,8 +607,10 @@ class IRTBayesPredictor(Predictor):
             resid, var, rows, oof = self._out_of_fold(source, ok)
             irt_rmse = float(np.sqrt(np.mean(resid ** 2)))
             if self.blend == "cv" and len(rows) >= 3:
-                self.blend_tau2_ = choose_blend(resid, oof.mean, oof.collected)
-                resid = resid - blend_shift(oof.mean, oof.collected, self.blend_tau2_)
+                self.blend_tau2_ = choose_blend(resid, oof.mean, oof.collected,
+                                                variance=self.blend_variance)
+                resid = resid - blend_shift(oof.mean, oof.collected, self.blend_tau2_,
+                                            variance=self.blend_variance)
             resid2 = resid ** 2
             if len(rows) >= 3:
                 self.oof_rows_, self.oof_residuals_ = rows, resid
@@ -622,11 +658,12 @@ class IRTBayesPredictor(Predictor):
         return self.oof_rows_, self.oof_residuals_
 
     def blend_parts(self, x: np.ndarray) -> np.ndarray:
-        """Per model: ``Σ_C w_i y_i``, the coreset mean ``ȳ_C``, ``W_U`` and ``f``.
+        """Per model: ``Σ_C w_i y_i``, the coreset mean ``ȳ_C``, ``W_U``, ``f`` and ``n_C``.
 
         The inputs of :func:`blend_shift` for responses ``x`` on this predictor's
-        coreset: ``ȳ_C`` uses the coreset weights (uniform without), and ``f`` is
-        :func:`unseen_mean_variance_factor`.
+        coreset: ``ȳ_C`` uses the coreset weights (uniform without), ``f`` is
+        :func:`unseen_mean_variance_factor` and ``n_C = 1 / Σ ŵ_i²`` the coreset's
+        effective size (``k`` for equal weights).
         """
         k = len(self.coreset_)
         w = self.coreset_.weights
@@ -634,7 +671,8 @@ class IRTBayesPredictor(Predictor):
         f = unseen_mean_variance_factor(w, self.n_items_)
         n = x.shape[0]
         return np.column_stack([x @ self.w_coreset_, x @ w,
-                                np.full(n, float(self.w_unseen_.sum())), np.full(n, f)])
+                                np.full(n, float(self.w_unseen_.sum())), np.full(n, f),
+                                np.full(n, 1.0 / float(np.sum(w ** 2)))])
 
     def _row_rng(self, row: np.ndarray) -> np.random.Generator:
         """The random stream of one model, from the seed and that model's responses.
@@ -665,7 +703,8 @@ class IRTBayesPredictor(Predictor):
                        self._theta_draws(row[None], rng, grid) if grid is not None else None)
             mean_j, draws_j = self._simulate(row[None], rng, theta_j)
             if shift_parts is not None:
-                shift = blend_shift(mean_j, shift_parts[j:j + 1], blend_tau2)
+                shift = blend_shift(mean_j, shift_parts[j:j + 1], blend_tau2,
+                                    variance=getattr(self, "blend_variance", "coreset"))
                 mean_j, draws_j = mean_j + shift, draws_j + shift[None]
             if self.tau_ > 0.0:
                 draws_j = draws_j + rng.normal(0.0, self.tau_, size=draws_j.shape)
