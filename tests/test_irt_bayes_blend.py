@@ -80,11 +80,13 @@ def test_blend_weight_reads_the_coreset_not_the_prediction_it_checks() -> None:
     assert weights[0] == pytest.approx(4.8e-4 / (4.8e-4 + s * (1 - s) * f))
     assert weights[0] > 0.85
     assert mean[0] + shift[0] < 0.005
-    # the earlier form reads the prediction, so the biased one keeps more of itself
+    # read from the prediction, the variance gives the biased one more of its own weight
     old = blend_shift(mean, parts, 4.8e-4, variance="prediction") / (parts[:, 2] * gap)
     assert old[1] < old[0] < weights[0]
     with pytest.raises(ValidationError, match="blend_variance must be one of"):
         blend_shift(mean, parts, 4.8e-4, variance="model")
+    with pytest.raises(ValidationError, match="5 columns"):
+        blend_shift(mean, parts[:, :4], 4.8e-4)
 
 
 def test_choose_blend_recovers_the_variance_that_generated_the_errors() -> None:

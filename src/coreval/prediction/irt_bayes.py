@@ -136,8 +136,11 @@ def blend_shift(mean: np.ndarray, parts: np.ndarray, tau2: float, *,
         prediction ``mean`` itself (compared in
         benchmarks/results/irt_bayes_blend_variance.md).
     """
-    observed, ybar, w_unseen, f, n_eff = (np.asarray(parts, dtype=float)[:, j]
-                                           for j in range(5))
+    parts = np.asarray(parts, dtype=float)
+    if parts.ndim != 2 or parts.shape[1] != 5:
+        raise ValidationError(f"blend_shift: parts must have 5 columns per model "
+                              f"(IRTBayesPredictor.blend_parts), got shape {parts.shape}")
+    observed, ybar, w_unseen, f, n_eff = (parts[:, j] for j in range(5))
     if tau2 == 0.0:
         return np.zeros_like(mean)
     safe = np.where(w_unseen > 0, w_unseen, 1.0)
