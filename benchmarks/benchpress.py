@@ -337,17 +337,19 @@ def newest_rows(train: np.ndarray, n: int = BLEND_VALIDATION_ROWS,
     return rows[np.argsort(-years[rows], kind="stable")[:n]]
 
 
-def blend_als_bayes_metadata(train: np.ndarray) -> Completion:
-    """Bias-ALS and ``bayes-metadata`` blended by a weight validated on the newest rows."""
+def blend_als_bayes_metadata(train: np.ndarray, n_draws: int) -> Completion:
+    """Bias-ALS and ``bayes-metadata`` blended by a weight validated on the newest rows
+    (``n_draws`` draws of their revealed cells)."""
     return complete_blend(
         train, lambda tr: complete_bias_als(tr, legacy_rng=True),
         lambda tr: complete_bayes(tr, rank=2, df=4.0, row_features=model_features()),
-        validation_rows=newest_rows(train), k_reveal=5)
+        validation_rows=newest_rows(train), k_reveal=5, n_draws=n_draws)
 
 
 PROBE_COMPLETERS = {
     "als-logit": (lambda tr: complete_bias_als(tr, legacy_rng=True), 1),
-    "blend-als-bayes-metadata": (blend_als_bayes_metadata, 1),
+    "blend-als-bayes-metadata": (functools.partial(blend_als_bayes_metadata, n_draws=1), 1),
+    "blend-als-bayes-metadata-d3": (functools.partial(blend_als_bayes_metadata, n_draws=3), 1),
     "bayes": (lambda tr: complete_bayes(tr, rank=2, df=4.0), 7),
     "als-logit-g7": (lambda tr: complete_bias_als(tr, legacy_rng=True), 7),
     "bayes-metadata": (lambda tr: complete_bayes(tr, rank=2, df=4.0,
@@ -855,7 +857,20 @@ NOTES = [
     "Bias-ALS is better; the newest training models are not like the next family. Equal "
     "weights, with no choice at all, give 4.77 and 6.45, below both of the authors' "
     "numbers; that row was computed after the validated blend's result, so it is not a "
-    "blind test, and the option is `weights=(0.5,)`. No interval here covers the new "
+    "blind test, and the option is `weights=(0.5,)`. "
+    "`blend-als-bayes-metadata-d3` is the same blend with its weight validated on three "
+    "independent draws of the validation rows' revealed cells, their errors pooled "
+    "(`complete_blend(n_draws=3)`, now the default; four runs of each completer). It was "
+    "added after the single draw's weights were seen to sit at an end of the grid (0 or 1"
+    " in 40 % of the completions), and its configuration was fixed before it was run: it "
+    "gives a MedAE of 4.81 over the families and 6.33 over the hidden cells, below both "
+    "of the authors' numbers (5.04, 6.53) with one method whose weight is chosen inside "
+    "each completion. Its first draw is the single draw's (mean first-draw weights 0.04 "
+    "on Qwen 3, 0.94 on Claude Sonnet/Opus 4, 1.0 on Gemini 2.5 Pro, as above); pooled "
+    "over three draws the weights are 0.69, 0.99 and 0.75, and 19 % of the completions "
+    "end at 0 or 1. The interval is not fixed by it: 0.807 coverage with a median width "
+    "of 42.7 points. "
+    "No interval here covers the new "
     "releases: the blend's conformal interval covers 0.812 of the hidden cells with a "
     "median width of 44.6 points, the `bayes-metadata` posterior's 0.775 with 28.6. The "
     "validation rows are exchangeable with the new releases only in how many scores they "

@@ -85,6 +85,9 @@ def test_choose_blend_weight_rejects_bad_input(args, message):
     ({"weights": ()}, "non-empty"),
     ({"level": 1.0}, r"level must lie in \(0, 1\)"),
     ({"validation_rows": [0], "k_reveal": 40}, "no more than k = 40"),
+    ({"n_draws": 0}, "n_draws must be a positive integer"),
+    ({"n_draws": 2.0}, "n_draws must be a positive integer"),
+    ({"n_draws": True}, "n_draws must be a positive integer"),
 ])
 def test_complete_blend_rejects_bad_options_before_fitting(rng, options, message):
     _, values = matrix(rng)
@@ -112,7 +115,7 @@ def test_complete_blend_validates_on_sparse_rows_then_blends_full_fits(rng):
 
     rows = [0, 1, 2, 3, 4]
     comp = complete_blend(values, fake(3.0), fake(-1.0), validation_rows=rows, k_reveal=5,
-                          weights=(0.0, 0.25, 0.5, 0.75, 1.0))
+                          n_draws=1, weights=(0.0, 0.25, 0.5, 0.75, 1.0))
     assert comp.details["weight"] == 0.75
     assert comp.details["medae"]["0.75"] == pytest.approx(0.0, abs=1e-12)
     assert np.allclose(comp.mean, full)  # 0.25 (full + 3) + 0.75 (full - 1)
@@ -124,6 +127,53 @@ def test_complete_blend_validates_on_sparse_rows_then_blends_full_fits(rng):
     assert [o for o, _ in seen] == [3.0, -1.0, 3.0, -1.0]
     assert (seen[0][1][rows] == 5).all()
     assert np.array_equal(seen[2][1], (~np.isnan(values)).sum(axis=1))
+
+
+def test_complete_blend_pools_the_errors_of_several_draws(rng):
+    """Each draw reveals other cells; the weight minimises the median |error| of all draws'
+    hidden cells pooled, and the first draw is the single-draw validation's."""
+    full, values = matrix(rng)
+    trains = []
+
+    def fake(offset):
+        def complete(train):
+            trains.append(~np.isnan(train))
+            # the error depends on the draw: rows that reveal column 0 are predicted worse
+            bump = np.where(~np.isnan(train[:, :1]), 4.0 * offset, 0.0)
+            nan = np.full_like(full, np.nan)
+            return Completion(full + offset + bump, nan, nan, "none")
+        return complete
+
+    rows = [0, 1, 2, 3, 4, 5]
+    single = complete_blend(values, fake(3.0), fake(-1.0), validation_rows=rows,
+                            k_reveal=5, n_draws=1, weights=(0.0, 0.25, 0.5, 0.75, 1.0),
+                            seed=4)
+    first_draw = trains[0]
+    trains.clear()
+    comp = complete_blend(values, fake(3.0), fake(-1.0), validation_rows=rows, k_reveal=5,
+                          n_draws=3, weights=(0.0, 0.25, 0.5, 0.75, 1.0), seed=4)
+    # three validation draws of each completer, then the two final fits
+    assert len(trains) == 3 * 2 + 2
+    validation = trains[0:6:2]
+    assert np.array_equal(validation[0], first_draw)
+    assert not np.array_equal(validation[0][rows], validation[1][rows])
+    assert comp.details["n_validation_cells"] == sum(
+        int((~np.isnan(values[rows]) & ~v[rows]).sum()) for v in validation)
+    assert len(comp.details["draw_weights"]) == 3
+    assert single.details["draw_weights"] == [single.details["weight"]]
+    # the pooled choice by hand
+    a, b, t = [], [], []
+    for v in validation:
+        hid = ~np.isnan(values) & ~v
+        hid[np.setdiff1d(np.arange(values.shape[0]), rows)] = False
+        bump = np.where(v[:, :1], 4.0, 0.0)
+        a.append((full + 3.0 + 3.0 * bump)[hid])
+        b.append((full - 1.0 - 1.0 * bump)[hid])
+        t.append(values[hid])
+    expect, medae = choose_blend_weight(np.concatenate(a), np.concatenate(b),
+                                        np.concatenate(t), (0.0, 0.25, 0.5, 0.75, 1.0))
+    assert comp.details["weight"] == expect
+    assert np.allclose(list(comp.details["medae"].values()), medae)
 
 
 def test_complete_blend_prefers_the_completer_that_predicts_sparse_rows(rng):

@@ -146,21 +146,33 @@ def sparse_row_interval(mean: np.ndarray, values: np.ndarray, residuals: np.ndar
 
 
 def complete_blend(values: np.ndarray, first: Completer, second: Completer, *,
-                   validation_rows: Sequence[int], k_reveal: int = 5,
+                   validation_rows: Sequence[int], k_reveal: int = 5, n_draws: int = 3,
                    weights: Sequence[float] = BLEND_WEIGHTS, level: float = 0.9,
                    seed: int = 0) -> Completion:
     """Complete with ``(1 - w) first + w second``, ``w`` chosen on simulated sparse rows.
 
-    The validation step runs both completers once on ``values`` with each of
+    The validation step runs both completers on ``values`` with each of
     ``validation_rows`` reduced to ``k_reveal`` random observed cells
-    (:func:`reveal_cells`), and picks the candidate weight whose blend has the lowest
-    median absolute error on the hidden cells (:func:`choose_blend_weight`). The final
+    (:func:`reveal_cells`), ``n_draws`` times with independent draws of the revealed
+    cells, and picks the candidate weight whose blend has the lowest median absolute
+    error on the hidden cells of all draws pooled (:func:`choose_blend_weight`). One draw
+    of a few rows is a noisy basis for the choice, whose minimiser then tends to an end
+    of the weight grid; repeating the random split and pooling its errors is the usual
+    remedy (repeated cross-validation: Burman 1989; Krstajic et al. 2014). The final
     completion runs both on ``values`` as given. Its interval is split conformal on the
     chosen blend's errors in those hidden cells (:func:`sparse_row_interval`): calibrated
     for rows that reveal about ``k_reveal`` cells, conservative for better-observed rows.
     It holds only as far as the validation rows are like the rows predicted: on BenchPress's
     new releases, which beat the models before them, it covered 0.81 at nominal 0.90
-    (``benchmarks/results/benchpress.md``). Cost: two runs of each completer.
+    (``benchmarks/results/benchpress.md``). Cost: ``n_draws + 1`` runs of each completer.
+
+    References
+    ----------
+    Burman, P. (1989). A comparative study of ordinary cross-validation, v-fold
+    cross-validation and the repeated learning-testing methods. Biometrika 76(3), 503-514.
+    Krstajic, D., Buturovic, L. J., Leahy, D. E. & Thomas, S. (2014). Cross-validation
+    pitfalls when selecting and assessing regression and classification models. Journal
+    of Cheminformatics 6, 10.
 
     Parameters
     ----------
@@ -174,12 +186,16 @@ def complete_blend(values: np.ndarray, first: Completer, second: Completer, *,
         releases, the newest of the models already evaluated.
     k_reveal : int
         Cells each validation row keeps (as many as the sparse rows reveal).
+    n_draws : int
+        Independent draws of the revealed cells the weight is validated on (each costs
+        one run of each completer); ``1`` is a single split.
     weights : sequence of float in [0, 1]
         Candidate weights of ``second``.
     level : float
         Nominal coverage of the interval.
     seed : int
-        Seed of the revealed cells.
+        Seed of the revealed cells (draw 0 and the draws after it come from one stream,
+        so the first draw does not depend on ``n_draws``).
 
     Returns
     -------
@@ -187,25 +203,40 @@ def complete_blend(values: np.ndarray, first: Completer, second: Completer, *,
         The blended point predictions with the conformal interval
         (``interval="conformal"``; the weight is chosen on the calibration cells too, one
         value among ``len(weights)``). ``details`` holds the chosen ``weight``, each
-        candidate's validation ``medae``, the number of validation cells and the two
+        candidate's validation ``medae`` (all draws pooled), the number of validation
+        cells (over all draws), each draw's own best weight (``draw_weights``) and the two
         final ``components`` (the completers' own :class:`Completion` of ``values``).
     """
     values = check_matrix(values, who="complete_blend")
     check_weights(weights)
     if not 0.0 < level < 1.0:
         raise ValidationError(f"complete_blend: level must lie in (0, 1), got {level}")
-    train, hidden = reveal_cells(values, validation_rows, k_reveal,
-                                 np.random.default_rng(seed))
-    if not hidden.any():
+    if isinstance(n_draws, bool) or not isinstance(n_draws, int | np.integer) or n_draws < 1:
+        raise ValidationError(f"complete_blend: n_draws must be a positive integer, got "
+                              f"{n_draws!r}")
+    rng = np.random.default_rng(seed)
+    draws = [reveal_cells(values, validation_rows, k_reveal, rng) for _ in range(n_draws)]
+    if not any(hidden.any() for _, hidden in draws):
         raise ValidationError("complete_blend: no hidden validation cell is predictable "
                               "(their benchmarks have no other observed score)")
-    val_a, val_b = first(train).mean[hidden], second(train).mean[hidden]
-    weight, medae = choose_blend_weight(val_a, val_b, values[hidden], weights)
-    residuals = (1 - weight) * val_a + weight * val_b - values[hidden]
+    val_a, val_b, truth, columns, draw_weights = [], [], [], [], []
+    for train, hidden in draws:
+        if not hidden.any():
+            continue
+        a, b = first(train).mean[hidden], second(train).mean[hidden]
+        draw_weights.append(choose_blend_weight(a, b, values[hidden], weights)[0])
+        val_a.append(a)
+        val_b.append(b)
+        truth.append(values[hidden])
+        columns.append(np.nonzero(hidden)[1])
+    val_a, val_b, truth = (np.concatenate(x) for x in (val_a, val_b, truth))
+    weight, medae = choose_blend_weight(val_a, val_b, truth, weights)
+    residuals = (1 - weight) * val_a + weight * val_b - truth
     components = (first(values), second(values))
     mean = (1 - weight) * components[0].mean + weight * components[1].mean
-    lower, upper = sparse_row_interval(mean, values, residuals, np.nonzero(hidden)[1], level)
+    lower, upper = sparse_row_interval(mean, values, residuals, np.concatenate(columns), level)
     details = {"weight": weight,
                "medae": {f"{w:g}": float(m) for w, m in zip(weights, medae, strict=True)},
-               "n_validation_cells": int(hidden.sum()), "components": components}
+               "n_validation_cells": int(truth.size), "draw_weights": draw_weights,
+               "components": components}
     return Completion(mean, lower, upper, "conformal", details)
