@@ -162,9 +162,12 @@ def complete_blend(values: np.ndarray, first: Completer, second: Completer, *,
     completion runs both on ``values`` as given. Its interval is split conformal on the
     chosen blend's errors in those hidden cells (:func:`sparse_row_interval`): calibrated
     for rows that reveal about ``k_reveal`` cells, conservative for better-observed rows.
-    It holds only as far as the validation rows are like the rows predicted: on BenchPress's
-    new releases, which beat the models before them, it covered 0.81 at nominal 0.90
-    (``benchmarks/results/benchpress.md``). Cost: ``n_draws + 1`` runs of each completer.
+    With several draws the calibration cells repeat rows, and cells, across draws, so they
+    are not exchangeable as one split's are and the quantile is an approximation. The
+    interval holds only as far as the validation rows are like the rows predicted: on
+    BenchPress's new releases, which beat the models before them, it covered 0.81 at
+    nominal 0.90 (``benchmarks/results/benchpress.md``). Cost: ``n_draws + 1`` runs of each
+    completer.
 
     References
     ----------
