@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from coreval.base.checks import check_positive_int
 from coreval.errors import ValidationError
 from coreval.lowrank.complete import Completion, conformal_factor
 from coreval.lowrank.transform import check_matrix, percent_columns
@@ -214,9 +215,7 @@ def complete_blend(values: np.ndarray, first: Completer, second: Completer, *,
     check_weights(weights)
     if not 0.0 < level < 1.0:
         raise ValidationError(f"complete_blend: level must lie in (0, 1), got {level}")
-    if isinstance(n_draws, bool) or not isinstance(n_draws, int | np.integer) or n_draws < 1:
-        raise ValidationError(f"complete_blend: n_draws must be a positive integer, got "
-                              f"{n_draws!r}")
+    n_draws = check_positive_int("complete_blend: n_draws", n_draws)
     rng = np.random.default_rng(seed)
     draws = [reveal_cells(values, validation_rows, k_reveal, rng) for _ in range(n_draws)]
     if not any(hidden.any() for _, hidden in draws):
