@@ -37,7 +37,9 @@ Methods (every hyperparameter choice is made inside the fold, from training cell
   weights (PSIS-LOO log score of the mixture, Yao et al. 2018) instead of keeping one;
   the conformal factor's inner fit stacks again on its cells (the weights are recorded);
   ``bayes-metadata-stack`` is the stacked posterior without the conformal factor, and
-  ``bayes-metadata-stack-conformal-inner10`` holds out a tenth for the factor.
+  ``bayes-metadata-stack-conformal-inner10`` holds out a tenth for the factor, and
+  ``bayes-metadata-stack-cv10-conformal`` takes it from cross-conformal over 10 inner folds
+  (each inner fit stacks its four ranks again: 44 NUTS fits per fold).
 
 Every method with an interval is also scored under the authors' interval protocol
 (:func:`crossfold_interval`), for the comparison with their numbers.
@@ -156,6 +158,9 @@ METHODS = {
     "bayes-metadata-stack-conformal-inner10": lambda tr: complete_bayes(
         tr, rank=(1, 2, 3, 4), rank_combination="stack", df=4.0, calibration="conformal",
         inner_fraction=0.1, row_features=model_features()),
+    "bayes-metadata-stack-cv10-conformal": lambda tr: complete_bayes(
+        tr, rank=(1, 2, 3, 4), rank_combination="stack", df=4.0, calibration="conformal",
+        n_inner_folds=10, row_features=model_features()),
 }
 
 

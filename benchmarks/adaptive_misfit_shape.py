@@ -1,0 +1,161 @@
+"""How the shape of the misfit term changes the items a width-stopped adaptive test asks.
+
+An adaptive test's predictive variance of the full score is ``v_n + (τ g_n)²``
+(:mod:`coreval.adaptive.estimate`), with ``g_n = ρ_n`` the share of the score still
+predicted (``share``, coreval's form). The misfit of a model is not the same at every score:
+a model near 0 or 1 answers most unasked items the same way, whatever its departure from
+the IRT model. Two shapes that let it shrink there are replayed here, with ``m_n`` the
+predicted full score (on a 0-1 scale):
+
+* ``bernoulli-sd``: ``g_n = ρ_n √(4 m_n (1 − m_n))``, the misfit in units of the Bernoulli
+  standard deviation at the predicted score;
+* ``bernoulli-var``: ``g_n = ρ_n 4 m_n (1 − m_n)``, the delta method of an offset ``δ`` on
+  the logit of every unasked item, ``Σ_u w_u p_u (1 − p_u) δ``, with each unasked ``p_u``
+  replaced by ``m_n`` (which overstates ``Σ_u w_u p_u (1 − p_u)``: an approximation that
+  the stored trajectories allow, not the exact sum).
+
+The selection rules do not read ``τ`` or the shape, so every shape is replayed exactly from
+the trajectories ``benchmarks/adaptive_width_dims.py`` stores (the held-out source tests
+and the targets, run to half the bank with ``τ = 0``): ``τ`` is learnt per shape on the
+held-out source tests (:func:`coreval.adaptive.misfit.width_stop_misfit`, with the shares
+multiplied by the shape's factor), and the targets' stops are replayed under it. ``chosen``
+keeps, per dataset, seed and D, the shape whose held-out source tests asked the fewest
+items (ties: ``share``), a choice made from the source models alone, as ``choose_dims``
+makes its choice. For ``share`` the learnt ``τ`` is the stored one (checked).
+
+Usage (as committed)::
+
+    python benchmarks/adaptive_misfit_shape.py --runs ifeval:1,2,3 arc_challenge:1 \
+        openllm_math:1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("COREVAL_PROGRESS", "0")
+
+import numpy as np
+
+from _results import RESULTS, SHARED, provenance, write_markdown
+
+#: The shapes' factors of the unanswered share ``ρ``, as functions of the predicted score.
+SHAPES = {
+    "share": lambda m: np.ones_like(m),
+    "bernoulli-sd": lambda m: np.sqrt(np.clip(4.0 * m * (1.0 - m), 0.0, 1.0)),
+    "bernoulli-var": lambda m: np.clip(4.0 * m * (1.0 - m), 0.0, 1.0),
+}
+
+
+def replay_shape(paths: dict, shape: str, width: float, level: float = 0.9) -> dict:
+    """Learn ``τ`` for ``shape`` on the held-out source tests and replay the targets' stops."""
+    from coreval.adaptive.misfit import stopped_coverage, width_stop_misfit
+
+    factor = SHAPES[shape]
+
+    def shaped(prefix: str) -> list[np.ndarray]:
+        m = paths[f"{prefix}means"]
+        return [paths[f"{prefix}truth"], m, paths[f"{prefix}variances"],
+                paths[f"{prefix}shares"] * factor(np.nan_to_num(m))]
+
+    src, tgt = shaped("src_"), shaped("")
+    tau = width_stop_misfit(*src, width=width, level=level)
+    if shape == "share" and not np.isclose(tau, float(paths["tau"]), rtol=1e-6, atol=1e-12):
+        raise RuntimeError(f"replayed τ {tau} differs from the stored {float(paths['tau'])}")
+    src_steps, _ = stopped_coverage(tau, *src, width=width, level=level)
+    steps, covered = stopped_coverage(tau, *tgt, width=width, level=level)
+    last = np.isfinite(tgt[1]).sum(axis=1) - 1
+    error = tgt[1][np.arange(len(steps)), steps] - tgt[0]
+    return {"targets": len(steps), "tau_pp": 100 * tau, "src_items": float(src_steps.mean()),
+            "items": float(steps.mean()), "coverage90": float(covered.mean()),
+            "capped": float(np.mean(steps >= last)),
+            "rmse_pp": 100 * float(np.sqrt(np.mean(error**2)))}
+
+
+def markdown(text: str) -> str:
+    """A docstring's paragraphs and ``*`` bullets as markdown (roles and ``double`` ticks)."""
+    text = text.replace("``", "`").replace(":func:", "").replace(":mod:", "")
+    out = []
+    for paragraph in text.split("\n\n"):
+        items = re.split(r"\n(?=\* )", paragraph)
+        if paragraph.startswith("* "):
+            out.append("\n".join("- " + " ".join(part.split()[1:]) for part in items))
+        else:
+            out.append(" ".join(paragraph.split()))
+    return "\n\n".join(out)
+
+
+def parse_run(text: str) -> tuple[str, list[int]]:
+    """``NAME:D1,D2`` as the dataset and its bank dimensions."""
+    name, _, dims = text.partition(":")
+    return name, [int(d) for d in (dims or "1").split(",")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from adaptive import sample_mean_width_row
+    from adaptive_width_dims import RAW
+    from coreval.data.io import load_matrix
+    from coreval.data.splits import make_split
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", nargs="+", default=["ifeval:1,2,3"],
+                        help="DATASET:D1,D2,... whose stored trajectories are replayed")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--n-source", type=int, default=100)
+    parser.add_argument("--targets", type=int, default=150)
+    parser.add_argument("--width", type=float, default=0.04)
+    parser.add_argument("--out", default=str(RESULTS / "adaptive_misfit_shape.md"))
+    args = parser.parse_args(argv)
+    lines = ["# The misfit term's shape and the items a width-stopped test asks", "",
+             *provenance("python benchmarks/adaptive_misfit_shape.py " + " ".join(
+                 argv if argv is not None else sys.argv[1:]))]
+    about = __doc__.split("\n\n", 1)[1].split("\n\nUsage")[0]
+    lines += [markdown(about), "",
+              f"Random split with {args.n_source} source models, seed {args.seed}, the first "
+              f"{args.targets} targets (`targets`: fewer where the split has fewer), cat-score with a {100 * args.width:g} pp wide stop at "
+              "90 % (or half the bank); `τ` in pp; `source items`: the held-out source "
+              "tests' mean items at their replayed stops; `ratio`: items over those of a "
+              "random static sample read with the sample mean (mean@width, "
+              "`adaptive.sample_mean_width_row`) on the same targets. Coverage is that of "
+              "the normal interval the stop reads (`stopped_coverage`); the harness reports "
+              "the interval of the final estimate's draws, so `adaptive.md` can differ by a "
+              "target or two. Only `share` is an option of `coreval.adaptive`: this file "
+              "measures whether the other shapes would help.", "",
+              "| dataset | targets | bank | shape | τ | source items | items | coverage90 | "
+              "capped | RMSE (pp) | ratio |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for text in args.runs:
+        name, dims = parse_run(text)
+        matrix = load_matrix(name, data_dir=SHARED / "data")
+        split = make_split(matrix, "random", seed=args.seed, n_source=args.n_source)
+        mean = sample_mean_width_row(matrix.take(split.target), args.width, args.seed,
+                                     args.targets)
+        for d in dims:
+            path = RAW / f"{name}_random{args.n_source}_seed{args.seed}_d{d}_t{args.targets}.npz"
+            if not path.exists():
+                raise SystemExit(f"{path} is missing: run benchmarks/adaptive_width_dims.py "
+                                 f"--datasets {name} --seeds {args.seed} --dims {d} "
+                                 f"--targets {args.targets} first")
+            with np.load(path) as stored:
+                paths = dict(stored)
+            rows = {shape: replay_shape(paths, shape, args.width) for shape in SHAPES}
+            pick = min(SHAPES, key=lambda s: (rows[s]["src_items"], s != "share"))
+            for label, r in [*rows.items(), (f"chosen ({pick})", rows[pick])]:
+                lines.append(f"| {name} | {r['targets']} | D = {d} | {label} | {r['tau_pp']:.2f} | "
+                             f"{r['src_items']:.1f} | {r['items']:.1f} | "
+                             f"{r['coverage90']:.3f} | {r['capped']:.2f} | "
+                             f"{r['rmse_pp']:.2f} | {r['items'] / mean['items']:.2f} |")
+        lines.append(f"| {name} | {min(args.targets, len(split.target))} | | mean@width | | | "
+                     f"{mean['items']:.1f} | "
+                     f"{mean['coverage90']:.3f} | | {mean['rmse_pp']:.2f} | 1.00 |")
+    write_markdown(args.out, "\n".join(lines) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
