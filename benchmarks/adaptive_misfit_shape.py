@@ -54,27 +54,14 @@ SHAPES = {
 
 def replay_shape(paths: dict, shape: str, width: float, level: float = 0.9) -> dict:
     """Learn ``τ`` for ``shape`` on the held-out source tests and replay the targets' stops."""
-    from coreval.adaptive.misfit import stopped_coverage, width_stop_misfit
+    from adaptive_width_dims import replay
 
-    factor = SHAPES[shape]
-
-    def shaped(prefix: str) -> list[np.ndarray]:
-        m = paths[f"{prefix}means"]
-        return [paths[f"{prefix}truth"], m, paths[f"{prefix}variances"],
-                paths[f"{prefix}shares"] * factor(np.nan_to_num(m))]
-
-    src, tgt = shaped("src_"), shaped("")
-    tau = width_stop_misfit(*src, width=width, level=level)
-    if shape == "share" and not np.isclose(tau, float(paths["tau"]), rtol=1e-6, atol=1e-12):
-        raise RuntimeError(f"replayed τ {tau} differs from the stored {float(paths['tau'])}")
-    src_steps, _ = stopped_coverage(tau, *src, width=width, level=level)
-    steps, covered = stopped_coverage(tau, *tgt, width=width, level=level)
-    last = np.isfinite(tgt[1]).sum(axis=1) - 1
-    error = tgt[1][np.arange(len(steps)), steps] - tgt[0]
-    return {"targets": len(steps), "tau_pp": 100 * tau, "src_items": float(src_steps.mean()),
-            "items": float(steps.mean()), "coverage90": float(covered.mean()),
-            "capped": float(np.mean(steps >= last)),
-            "rmse_pp": 100 * float(np.sqrt(np.mean(error**2)))}
+    row = replay(paths, width, level, factor=SHAPES[shape])
+    if shape == "share" and not np.isclose(row["tau_pp"], 100 * float(paths["tau"]),
+                                           rtol=1e-6, atol=1e-10):
+        raise RuntimeError(f"replayed τ {row['tau_pp']} pp differs from the stored "
+                           f"{100 * float(paths['tau'])} pp")
+    return row
 
 
 def markdown(text: str) -> str:
@@ -117,8 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     about = __doc__.split("\n\n", 1)[1].split("\n\nUsage")[0]
     lines += [markdown(about), "",
               f"Random split with {args.n_source} source models, seed {args.seed}, the first "
-              f"{args.targets} targets (`targets`: fewer where the split has fewer), cat-score with a {100 * args.width:g} pp wide stop at "
-              "90 % (or half the bank); `τ` in pp; `source items`: the held-out source "
+              f"{args.targets} targets (`targets`: fewer where the split has fewer), "
+              f"cat-score with a {100 * args.width:g} pp wide stop at 90 % (or half the "
+              "bank); `τ` in pp; `source items`: the held-out source "
               "tests' mean items at their replayed stops; `ratio`: items over those of a "
               "random static sample read with the sample mean (mean@width, "
               "`adaptive.sample_mean_width_row`) on the same targets. Coverage is that of "
@@ -145,13 +133,13 @@ def main(argv: list[str] | None = None) -> int:
             rows = {shape: replay_shape(paths, shape, args.width) for shape in SHAPES}
             pick = min(SHAPES, key=lambda s: (rows[s]["src_items"], s != "share"))
             for label, r in [*rows.items(), (f"chosen ({pick})", rows[pick])]:
-                lines.append(f"| {name} | {r['targets']} | D = {d} | {label} | {r['tau_pp']:.2f} | "
-                             f"{r['src_items']:.1f} | {r['items']:.1f} | "
+                lines.append(f"| {name} | {r['targets']} | D = {d} | {label} | "
+                             f"{r['tau_pp']:.2f} | {r['src_items']:.1f} | {r['items']:.1f} | "
                              f"{r['coverage90']:.3f} | {r['capped']:.2f} | "
                              f"{r['rmse_pp']:.2f} | {r['items'] / mean['items']:.2f} |")
-        lines.append(f"| {name} | {min(args.targets, len(split.target))} | | mean@width | | | "
-                     f"{mean['items']:.1f} | "
-                     f"{mean['coverage90']:.3f} | | {mean['rmse_pp']:.2f} | 1.00 |")
+        lines.append(f"| {name} | {min(args.targets, len(split.target))} | | mean@width | "
+                     f"| | {mean['items']:.1f} | {mean['coverage90']:.3f} | | "
+                     f"{mean['rmse_pp']:.2f} | 1.00 |")
     write_markdown(args.out, "\n".join(lines) + "\n")
     print(f"wrote {args.out}")
     return 0

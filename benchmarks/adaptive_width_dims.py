@@ -88,24 +88,35 @@ def trajectories(name: str, matrix, seed: int, dims: int, args) -> dict:
     return found
 
 
-def replay(paths: dict, width: float, level: float = 0.9) -> dict:
-    """The width stop under the learnt τ, on the held-out source tests and the targets."""
-    from coreval.adaptive.misfit import stopped_coverage, stopped_widths
+def replay(paths: dict, width: float, level: float = 0.9, factor=None) -> dict:
+    """The width stop under the learnt τ, on the held-out source tests and the targets.
 
-    tau = float(paths["tau"])
-    src = [paths[f"src_{k}"] for k in ("truth", "means", "variances", "shares")]
+    With ``factor`` (a function of the predicted score), every share ``ρ_n`` is multiplied
+    by ``factor(m_n)`` and ``τ`` is learnt again on the held-out source tests
+    (``benchmarks/adaptive_misfit_shape.py``); without it the stored ``τ`` is replayed.
+    """
+    from coreval.adaptive.misfit import stopped_coverage, stopped_widths, width_stop_misfit
+
+    def shaped(prefix: str) -> list[np.ndarray]:
+        m, s = paths[f"{prefix}means"], paths[f"{prefix}shares"]
+        return [paths[f"{prefix}truth"], m, paths[f"{prefix}variances"],
+                s if factor is None else s * factor(np.nan_to_num(m))]
+
+    src, (truth, m, v, s) = shaped("src_"), shaped("")
+    tau = (float(paths["tau"]) if factor is None
+           else width_stop_misfit(*src, width=width, level=level))
     src_steps, _ = stopped_coverage(tau, *src, width=width, level=level)
     src_width = stopped_widths(tau, src[2], src[3], src_steps, level=level)
-    m, v, s = paths["means"], paths["variances"], paths["shares"]
-    steps, covered = stopped_coverage(tau, paths["truth"], m, v, s, width=width, level=level)
+    steps, covered = stopped_coverage(tau, truth, m, v, s, width=width, level=level)
     widths = stopped_widths(tau, v, s, steps, level=level)
     last = np.isfinite(m).sum(axis=1) - 1
-    error = m[np.arange(len(steps)), steps] - paths["truth"]
+    error = m[np.arange(len(steps)), steps] - truth
     # the bank's accuracy, read with the targets' true scores: the first common length at
     # which 90 % of the point estimates are within half the width of the truth
-    within = np.abs(m - paths["truth"][:, None]) <= width / 2
+    within = np.abs(m - truth[:, None]) <= width / 2
     enough = np.flatnonzero(np.isfinite(m).all(axis=0) & (within.mean(axis=0) >= level))
-    return {"oracle_items": float(enough[0]) if enough.size else float("nan"),
+    return {"targets": len(steps),
+            "oracle_items": float(enough[0]) if enough.size else float("nan"),
             "tau_pp": 100 * tau, "src_items": float(src_steps.mean()),
             "src_width_pp": 100 * float(src_width.mean()), "items": float(steps.mean()),
             "coverage90": float(covered.mean()), "width90_pp": 100 * float(widths.mean()),
