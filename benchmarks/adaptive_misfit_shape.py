@@ -25,8 +25,8 @@ makes its choice. For ``share`` the learnt ``τ`` is the stored one (checked).
 
 Usage (as committed)::
 
-    python benchmarks/adaptive_misfit_shape.py --runs ifeval:1,2,3 arc_challenge:1 \
-        openllm_math:1
+    python benchmarks/adaptive_misfit_shape.py --runs ifeval:1,2,3 ifeval:1:1,2 \
+        arc_challenge:1 openllm_math:1
 """
 
 from __future__ import annotations
@@ -77,10 +77,11 @@ def markdown(text: str) -> str:
     return "\n\n".join(out)
 
 
-def parse_run(text: str) -> tuple[str, list[int]]:
-    """``NAME:D1,D2`` as the dataset and its bank dimensions."""
-    name, _, dims = text.partition(":")
-    return name, [int(d) for d in (dims or "1").split(",")]
+def parse_run(text: str, seed: int) -> tuple[str, list[int], list[int]]:
+    """``NAME:D1,D2[:S1,S2]`` as the dataset, its bank dimensions and its split seeds."""
+    name, dims, seeds = [*text.split(":"), "", ""][:3]
+    return (name, [int(d) for d in (dims or "1").split(",")],
+            [int(s) for s in seeds.split(",")] if seeds else [seed])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", nargs="+", default=["ifeval:1,2,3"],
-                        help="DATASET:D1,D2,... whose stored trajectories are replayed")
+                        help="DATASET:D1,D2,...[:S1,S2,...] whose stored trajectories are "
+                             "replayed (split seeds: --seed when not given)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-source", type=int, default=100)
     parser.add_argument("--targets", type=int, default=150)
@@ -103,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                  argv if argv is not None else sys.argv[1:]))]
     about = __doc__.split("\n\n", 1)[1].split("\n\nUsage")[0]
     lines += [markdown(about), "",
-              f"Random split with {args.n_source} source models, seed {args.seed}, the first "
+              f"Random split with {args.n_source} source models (seed: the table's), the first "
               f"{args.targets} targets (`targets`: fewer where the split has fewer), "
               f"cat-score with a {100 * args.width:g} pp wide stop at 90 % (or half the "
               "bank); `τ` in pp; `source items`: the held-out source "
@@ -114,32 +116,49 @@ def main(argv: list[str] | None = None) -> int:
               "the interval of the final estimate's draws, so `adaptive.md` can differ by a "
               "target or two. Only `share` is an option of `coreval.adaptive`: this file "
               "measures whether the other shapes would help.", "",
-              "| dataset | targets | bank | shape | τ | source items | items | coverage90 | "
-              "capped | RMSE (pp) | ratio |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| dataset | seed | targets | bank | shape | τ | source items | items | "
+              "coverage90 | capped | RMSE (pp) | ratio |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    ratios: dict[tuple[str, int, str], list[tuple[float, float]]] = {}
     for text in args.runs:
-        name, dims = parse_run(text)
+        name, dims, seeds = parse_run(text, args.seed)
         matrix = load_matrix(name, data_dir=SHARED / "data")
-        split = make_split(matrix, "random", seed=args.seed, n_source=args.n_source)
-        mean = sample_mean_width_row(matrix.take(split.target), args.width, args.seed,
-                                     args.targets)
-        for d in dims:
-            path = RAW / f"{name}_random{args.n_source}_seed{args.seed}_d{d}_t{args.targets}.npz"
-            if not path.exists():
-                raise SystemExit(f"{path} is missing: run benchmarks/adaptive_width_dims.py "
-                                 f"--datasets {name} --seeds {args.seed} --dims {d} "
-                                 f"--targets {args.targets} first")
-            with np.load(path) as stored:
-                paths = dict(stored)
-            rows = {shape: replay_shape(paths, shape, args.width) for shape in SHAPES}
-            pick = min(SHAPES, key=lambda s: (rows[s]["src_items"], s != "share"))
-            for label, r in [*rows.items(), (f"chosen ({pick})", rows[pick])]:
-                lines.append(f"| {name} | {r['targets']} | D = {d} | {label} | "
-                             f"{r['tau_pp']:.2f} | {r['src_items']:.1f} | {r['items']:.1f} | "
-                             f"{r['coverage90']:.3f} | {r['capped']:.2f} | "
-                             f"{r['rmse_pp']:.2f} | {r['items'] / mean['items']:.2f} |")
-        lines.append(f"| {name} | {min(args.targets, len(split.target))} | | mean@width | "
-                     f"| | {mean['items']:.1f} | {mean['coverage90']:.3f} | | "
-                     f"{mean['rmse_pp']:.2f} | 1.00 |")
+        for seed in seeds:
+            split = make_split(matrix, "random", seed=seed, n_source=args.n_source)
+            mean = sample_mean_width_row(matrix.take(split.target), args.width, seed,
+                                         args.targets)
+            for d in dims:
+                path = RAW / f"{name}_random{args.n_source}_seed{seed}_d{d}_t{args.targets}.npz"
+                if not path.exists():
+                    raise SystemExit(f"{path} is missing: run benchmarks/adaptive_width_dims.py "
+                                     f"--datasets {name} --seeds {seed} --dims {d} "
+                                     f"--targets {args.targets} first")
+                with np.load(path) as stored:
+                    paths = dict(stored)
+                rows = {shape: replay_shape(paths, shape, args.width) for shape in SHAPES}
+                pick = min(SHAPES, key=lambda s: (rows[s]["src_items"], s != "share"))
+                for label, r in [*rows.items(), (f"chosen ({pick})", rows[pick])]:
+                    ratio = r["items"] / mean["items"]
+                    ratios.setdefault((name, d, label.split(" (")[0]), []).append(
+                        (ratio, r["coverage90"]))
+                    lines.append(f"| {name} | {seed} | {r['targets']} | D = {d} | {label} | "
+                                 f"{r['tau_pp']:.2f} | {r['src_items']:.1f} | "
+                                 f"{r['items']:.1f} | {r['coverage90']:.3f} | "
+                                 f"{r['capped']:.2f} | {r['rmse_pp']:.2f} | {ratio:.2f} |")
+            lines.append(f"| {name} | {seed} | {min(args.targets, len(split.target))} | | "
+                         f"mean@width | | | {mean['items']:.1f} | {mean['coverage90']:.3f} | "
+                         f"| {mean['rmse_pp']:.2f} | 1.00 |")
+    lines += ["", "Mean over the seeds of each dataset and bank (ratio, coverage90; the "
+              "number of seeds in brackets):", "",
+              "| dataset | bank | " + " | ".join([*SHAPES, "chosen"]) + " |",
+              "|---|---|" + "---|" * (len(SHAPES) + 1)]
+    for name, d in dict.fromkeys((n, d) for n, d, _ in ratios):
+        cells = []
+        for shape in [*SHAPES, "chosen"]:
+            r, c = np.mean(ratios[(name, d, shape)], axis=0)
+            cells.append(f"{r:.2f} ({c:.3f})")
+        lines.append(f"| {name} | D = {d} ({len(ratios[(name, d, 'share')])}) | "
+                     + " | ".join(cells) + " |")
     write_markdown(args.out, "\n".join(lines) + "\n")
     print(f"wrote {args.out}")
     return 0
