@@ -26,7 +26,7 @@ makes its choice. For ``share`` the learnt ``τ`` is the stored one (checked).
 Usage (as committed)::
 
     python benchmarks/adaptive_misfit_shape.py --runs ifeval:1,2,3 ifeval:1:1,2 \
-        arc_challenge:1 openllm_math:1
+        arc_challenge:1 openllm_math:1:0,1
 """
 
 from __future__ import annotations
