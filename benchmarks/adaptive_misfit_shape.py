@@ -86,7 +86,7 @@ def parse_run(text: str, seed: int) -> tuple[str, list[int], list[int]]:
 
 def main(argv: list[str] | None = None) -> int:
     from adaptive import sample_mean_width_row
-    from adaptive_width_dims import RAW
+    from adaptive_width_dims import trajectory_path
     from coreval.data.io import load_matrix
     from coreval.data.splits import make_split
 
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             mean = sample_mean_width_row(matrix.take(split.target), args.width, seed,
                                          args.targets)
             for d in dims:
-                path = RAW / f"{name}_random{args.n_source}_seed{seed}_d{d}_t{args.targets}.npz"
+                path = trajectory_path(name, args.n_source, seed, d, args.targets)
                 if not path.exists():
                     raise SystemExit(f"{path} is missing: run benchmarks/adaptive_width_dims.py "
                                      f"--datasets {name} --seeds {seed} --dims {d} "
@@ -137,10 +137,10 @@ def main(argv: list[str] | None = None) -> int:
                     paths = dict(stored)
                 rows = {shape: replay_shape(paths, shape, args.width) for shape in SHAPES}
                 pick = min(SHAPES, key=lambda s: (rows[s]["src_items"], s != "share"))
-                for label, r in [*rows.items(), (f"chosen ({pick})", rows[pick])]:
+                for key, label, r in [*((s, s, rows[s]) for s in SHAPES),
+                                      ("chosen", f"chosen ({pick})", rows[pick])]:
                     ratio = r["items"] / mean["items"]
-                    ratios.setdefault((name, d, label.split(" (")[0]), []).append(
-                        (ratio, r["coverage90"]))
+                    ratios.setdefault((name, d, key), []).append((ratio, r["coverage90"]))
                     lines.append(f"| {name} | {seed} | {r['targets']} | D = {d} | {label} | "
                                  f"{r['tau_pp']:.2f} | {r['src_items']:.1f} | "
                                  f"{r['items']:.1f} | {r['coverage90']:.3f} | "

@@ -44,6 +44,11 @@ from _results import RESULTS, SHARED, provenance, write_markdown
 RAW = RESULTS / "raw" / "adaptive_width_dims"
 
 
+def trajectory_path(name: str, n_source: int, seed: int, dims: int, targets: int) -> Path:
+    """Where the trajectories of one (dataset, split, seed, D, targets) are stored."""
+    return RAW / f"{name}_random{n_source}_seed{seed}_d{dims}_t{targets}.npz"
+
+
 def trajectories(name: str, matrix, seed: int, dims: int, args) -> dict:
     """The held-out source tests' and the targets' trajectories with ``τ = 0`` (stored)."""
     from coreval._atomic import write_atomic
@@ -54,7 +59,7 @@ def trajectories(name: str, matrix, seed: int, dims: int, args) -> dict:
     from coreval.methods import get_method
     from coreval.pipeline import fit_method
 
-    path = RAW / f"{name}_random{args.n_source}_seed{seed}_d{dims}_t{args.targets}.npz"
+    path = trajectory_path(name, args.n_source, seed, dims, args.targets)
     if path.exists():
         with np.load(path) as stored:
             return dict(stored)
