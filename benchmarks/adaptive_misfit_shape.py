@@ -2,17 +2,16 @@
 
 An adaptive test's predictive variance of the full score is ``v_n + (τ g_n)²``
 (:mod:`coreval.adaptive.estimate`), with ``g_n = ρ_n`` the share of the score still
-predicted (``share``, coreval's form). The misfit of a model is not the same at every score:
+predicted (``share``, the default). The misfit of a model is not the same at every score:
 a model near 0 or 1 answers most unasked items the same way, whatever its departure from
 the IRT model. Two shapes that let it shrink there are replayed here, with ``m_n`` the
-predicted full score (on a 0-1 scale):
+predicted full score (on a 0-1 scale; :func:`coreval.adaptive.misfit.misfit_factor`):
 
 * ``bernoulli-sd``: ``g_n = ρ_n √(4 m_n (1 − m_n))``, the misfit in units of the Bernoulli
   standard deviation at the predicted score;
 * ``bernoulli-var``: ``g_n = ρ_n 4 m_n (1 − m_n)``, the delta method of an offset ``δ`` on
   the logit of every unasked item, ``Σ_u w_u p_u (1 − p_u) δ``, with each unasked ``p_u``
-  replaced by ``m_n`` (which overstates ``Σ_u w_u p_u (1 − p_u)``: an approximation that
-  the stored trajectories allow, not the exact sum).
+  read as ``m_n``.
 
 The selection rules do not read ``τ`` or the shape, so every shape is replayed exactly from
 the trajectories ``benchmarks/adaptive_width_dims.py`` stores (the held-out source tests
@@ -20,8 +19,10 @@ and the targets, run to half the bank with ``τ = 0``): ``τ`` is learnt per sha
 held-out source tests (:func:`coreval.adaptive.misfit.width_stop_misfit`, with the shares
 multiplied by the shape's factor), and the targets' stops are replayed under it. ``chosen``
 keeps, per dataset, seed and D, the shape whose held-out source tests asked the fewest
-items (ties: ``share``), a choice made from the source models alone, as ``choose_dims``
-makes its choice. For ``share`` the learnt ``τ`` is the stored one (checked).
+items (then the narrower interval at the stop, then ``share``), a choice made from the
+source models alone: the shape that ``AdaptivePredictor(misfit_shape="auto")`` keeps, by
+the same rule on the same held-out tests. For ``share`` the learnt ``τ`` is the stored one
+(checked).
 
 Usage (as committed)::
 
@@ -43,20 +44,14 @@ os.environ.setdefault("COREVAL_PROGRESS", "0")
 import numpy as np
 
 from _results import RESULTS, SHARED, provenance, write_markdown
-
-#: The shapes' factors of the unanswered share ``ρ``, as functions of the predicted score.
-SHAPES = {
-    "share": lambda m: np.ones_like(m),
-    "bernoulli-sd": lambda m: np.sqrt(np.clip(4.0 * m * (1.0 - m), 0.0, 1.0)),
-    "bernoulli-var": lambda m: np.clip(4.0 * m * (1.0 - m), 0.0, 1.0),
-}
+from coreval.adaptive.misfit import MISFIT_SHAPES as SHAPES
 
 
 def replay_shape(paths: dict, shape: str, width: float, level: float = 0.9) -> dict:
     """Learn ``τ`` for ``shape`` on the held-out source tests and replay the targets' stops."""
     from adaptive_width_dims import replay
 
-    row = replay(paths, width, level, factor=SHAPES[shape])
+    row = replay(paths, width, level, shape=shape)
     if shape == "share" and not np.isclose(row["tau_pp"], 100 * float(paths["tau"]),
                                            rtol=1e-6, atol=1e-10):
         raise RuntimeError(f"replayed τ {row['tau_pp']} pp differs from the stored "
@@ -114,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
               "`adaptive.sample_mean_width_row`) on the same targets. Coverage is that of "
               "the normal interval the stop reads (`stopped_coverage`); the harness reports "
               "the interval of the final estimate's draws, so `adaptive.md` can differ by a "
-              "target or two. Only `share` is an option of `coreval.adaptive`: this file "
-              "measures whether the other shapes would help.", "",
+              "target or two. All three shapes are options of `AdaptivePredictor` "
+              "(`misfit_shape`, default `share`).", "",
               "| dataset | seed | targets | bank | shape | τ | source items | items | "
               "coverage90 | capped | RMSE (pp) | ratio |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -136,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
                 with np.load(path) as stored:
                     paths = dict(stored)
                 rows = {shape: replay_shape(paths, shape, args.width) for shape in SHAPES}
-                pick = min(SHAPES, key=lambda s: (rows[s]["src_items"], s != "share"))
+                pick = min(SHAPES, key=lambda s: (rows[s]["src_items"],
+                                                  rows[s]["src_width_pp"], SHAPES.index(s)))
                 for key, label, r in [*((s, s, rows[s]) for s in SHAPES),
                                       ("chosen", f"chosen ({pick})", rows[pick])]:
                     ratio = r["items"] / mean["items"]

@@ -93,22 +93,29 @@ def trajectories(name: str, matrix, seed: int, dims: int, args) -> dict:
     return found
 
 
-def replay(paths: dict, width: float, level: float = 0.9, factor=None) -> dict:
+def replay(paths: dict, width: float, level: float = 0.9, shape: str | None = None) -> dict:
     """The width stop under the learnt τ, on the held-out source tests and the targets.
 
-    With ``factor`` (a function of the predicted score), every share ``ρ_n`` is multiplied
-    by ``factor(m_n)`` and ``τ`` is learnt again on the held-out source tests
+    With ``shape`` (a misfit shape of :func:`coreval.adaptive.misfit.misfit_factor`),
+    every share ``ρ_n`` is replaced by the shape's factor ``g(ρ_n, m_n)`` and ``τ`` is
+    learnt again on the held-out source tests, as ``AdaptivePredictor`` does
     (``benchmarks/adaptive_misfit_shape.py``); without it the stored ``τ`` is replayed.
+    The stored scores are on a 0-1 scale (the bank is the whole matrix).
     """
-    from coreval.adaptive.misfit import stopped_coverage, stopped_widths, width_stop_misfit
+    from coreval.adaptive.misfit import (
+        misfit_factor,
+        stopped_coverage,
+        stopped_widths,
+        width_stop_misfit,
+    )
 
     def shaped(prefix: str) -> list[np.ndarray]:
         m, s = paths[f"{prefix}means"], paths[f"{prefix}shares"]
         return [paths[f"{prefix}truth"], m, paths[f"{prefix}variances"],
-                s if factor is None else s * factor(np.nan_to_num(m))]
+                s if shape is None else misfit_factor(shape, s, m)]
 
     src, (truth, m, v, s) = shaped("src_"), shaped("")
-    tau = (float(paths["tau"]) if factor is None
+    tau = (float(paths["tau"]) if shape is None
            else width_stop_misfit(*src, width=width, level=level))
     src_steps, _ = stopped_coverage(tau, *src, width=width, level=level)
     src_width = stopped_widths(tau, src[2], src[3], src_steps, level=level)

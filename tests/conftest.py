@@ -35,6 +35,26 @@ def signed_2pl_matrix(n_models: int, n_items: int, *, neg_share: float, seed: in
     return ScoreMatrix(y)
 
 
+def two_ability_matrix(spread: float = 1.0):
+    """Two independent abilities, each driving half of 80 binary items: no 1-D model fits.
+
+    Returns the first 100 of 160 models as a source matrix, the other 60 rows and their
+    full scores. A larger ``spread`` of the abilities puts more models near scores of 0
+    and 1.
+    """
+    from scipy.special import expit
+
+    from coreval.data.matrix import ScoreMatrix
+
+    rng = np.random.default_rng(5)
+    theta = rng.normal(size=(160, 2)) * spread
+    a = np.zeros((2, 80))
+    a[0, :40], a[1, 40:] = rng.lognormal(0.3, 0.3, 40), rng.lognormal(0.3, 0.3, 40)
+    p = expit(theta @ a + rng.normal(size=80))
+    m = ScoreMatrix((rng.random(p.shape) < p).astype(float), name="two-abilities")
+    return m.take(np.arange(100)), m.values[100:], m.take(np.arange(100, 160)).summary_scores()
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The ../shared folder (data + anchors); skip when it is not present."""

@@ -8,6 +8,7 @@ from scipy.integrate import quad
 from scipy.special import expit
 from scipy.stats import norm
 
+from conftest import two_ability_matrix
 from coreval.adaptive import (
     AdaptiveTest,
     ItemBank,
@@ -350,27 +351,11 @@ def test_adaptive_methods_run_in_the_harness_on_the_same_splits(tmp_path):
                  method_options={"cat-score": {"rule": "kl"}})
 
 
-def _two_abilities():
-    """Two independent abilities, each driving half of 80 items: no 1-D model fits.
-
-    Returns the first 100 models as a source matrix, the other 60 rows and their scores.
-    """
-    from coreval.data import ScoreMatrix
-
-    rng = np.random.default_rng(5)
-    theta = rng.normal(size=(160, 2))
-    a = np.zeros((2, 80))
-    a[0, :40], a[1, 40:] = rng.lognormal(0.3, 0.3, 40), rng.lognormal(0.3, 0.3, 40)
-    p = expit(theta @ a + rng.normal(size=80))
-    m = ScoreMatrix((rng.random(p.shape) < p).astype(float), name="two-abilities")
-    return m.take(np.arange(100)), m.values[100:], m.take(np.arange(100, 160)).summary_scores()
-
-
 def test_misfit_term_learnt_out_of_fold_widens_intervals_where_the_bank_misfits():
     """A 1-D bank on two-ability data: τ learnt out of fold is positive and widens intervals."""
     import coreval
 
-    source, target, truth = _two_abilities()
+    source, target, truth = two_ability_matrix()
     fit = {"fit_method": "map", "num_steps": 300, "num_draws": 30}
     cover, width = {}, {}
     for tau in (0.0, "cv"):
@@ -515,7 +500,7 @@ def test_width_stopped_tests_learn_tau_where_they_stop():
     import coreval
     from coreval.adaptive.misfit import padded_paths, stopped_coverage
 
-    source, target, truth = _two_abilities()
+    source, target, truth = two_ability_matrix()
     fit = {"fit_method": "map", "num_steps": 300, "num_draws": 30}
     stopped = coreval.select(source, "cat-score", 40, seed=0, width=0.15, **fit)
     pred = stopped.predict_array(target)

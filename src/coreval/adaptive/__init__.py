@@ -12,7 +12,8 @@ The package follows the algorithm's stages, as a functional core plus one object
   control, content balancing and batches;
 * :mod:`.estimate`: :func:`estimate`, the full score with its interval;
 * :mod:`.stop`: stopping rules (items, θ's SD, the score interval's width, any callable);
-* :mod:`.misfit`: the misfit term τ of a width-stopped test, learnt where the tests stop;
+* :mod:`.misfit`: the misfit term's shapes, and τ of a width-stopped test, learnt where
+  the tests stop;
 * :mod:`.adaptive_test`: :class:`AdaptiveTest`, the stateful object for notebooks.
 """
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit
 
+from coreval.adaptive.misfit import MISFIT_SHAPES
 from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.irt.logistic import LOGIT_CLIP
@@ -72,8 +73,12 @@ class ItemBank:
         Item groups (subtasks), for content balancing.
     tau : float
         Misfit standard deviation of a full score predicted from no answers; a test
-        adds ``τ ρ`` with ``ρ`` the share of the score still unanswered
-        (:mod:`coreval.adaptive.estimate`; 0 for the pure posterior predictive).
+        adds ``τ g`` with ``g`` the misfit shape's factor, by default ``ρ``, the share of
+        the score still unanswered (:mod:`coreval.adaptive.estimate`; 0 for the pure
+        posterior predictive).
+    misfit_shape : {"share", "bernoulli-sd", "bernoulli-var"}
+        How the misfit scales with the test's state
+        (:func:`coreval.adaptive.misfit.misfit_factor`).
     grid : ndarray, shape (G,)
         Ability quadrature nodes (D = 1; with D ≥ 2 each test places its own).
     """
@@ -85,6 +90,7 @@ class ItemBank:
     weights: np.ndarray | None = None
     groups: np.ndarray | None = None
     tau: float = 0.0
+    misfit_shape: str = "share"
     grid: np.ndarray = field(
         default_factory=lambda: np.linspace(-GRID_HALF_WIDTH, GRID_HALF_WIDTH, GRID_NODES))
 
@@ -115,6 +121,9 @@ class ItemBank:
             raise ValidationError(f"item bank: groups must have {n} entries")
         if not np.isfinite(self.tau) or self.tau < 0:
             raise ValidationError(f"item bank: tau must be >= 0, got {self.tau}")
+        if self.misfit_shape not in MISFIT_SHAPES:
+            raise ValidationError(f"item bank: misfit_shape must be one of "
+                                  f"{', '.join(MISFIT_SHAPES)}, got {self.misfit_shape!r}")
         for name, value in (("items", items), ("a", a), ("d", d), ("c", c), ("weights", w),
                             ("groups", groups), ("grid", np.asarray(self.grid, float))):
             object.__setattr__(self, name, value)
@@ -185,7 +194,8 @@ class ItemBank:
 
     @classmethod
     def from_fit(cls, irt_fit, matrix: ScoreMatrix | None = None, *,
-                 max_draws: int = MAX_DRAWS, tau: float = 0.0) -> ItemBank:
+                 max_draws: int = MAX_DRAWS, tau: float = 0.0,
+                 misfit_shape: str = "share") -> ItemBank:
         """A bank from a fitted logistic IRT model (:class:`coreval.irt.IRTFit`), D ≥ 1.
 
         Parameters
@@ -197,6 +207,8 @@ class ItemBank:
             Item-parameter draws kept (evenly spaced over the fit's draws).
         tau : float
             Misfit standard deviation of the full score (see :class:`ItemBank`).
+        misfit_shape : str
+            How the misfit scales with the test's state (see :class:`ItemBank`).
         """
         from coreval.irt.spec import get_spec
 
@@ -224,7 +236,7 @@ class ItemBank:
                 raise ValidationError("the matrix's items are not those of the IRT fit")
             weights, groups = matrix.item_weights(), matrix.groups
         return cls(items=items, a=a[keep], d=d[keep], c=None if c is None else c[keep],
-                   weights=weights, groups=groups, tau=tau)
+                   weights=weights, groups=groups, tau=tau, misfit_shape=misfit_shape)
 
     @classmethod
     def load(cls, path: str | os.PathLike, **kwargs) -> ItemBank:

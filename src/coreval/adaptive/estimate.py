@@ -5,13 +5,15 @@ With ``O = Σ_{i asked} w_i y_i`` the observed part, and on each posterior node 
     m_k = Σ_{u unasked} w_u p_uk,        n_k = Σ_{u unasked} w_u² p_uk (1 - p_uk),
 
 the full score ``T = O + Σ_u w_u y_u`` has posterior mean ``O + Σ_k π_k m_k`` and
-variance ``Var_π(m) + E_π(n) + (τ ρ)²`` (the unanswered items' Bernoulli noise, the
+variance ``Var_π(m) + E_π(n) + (τ g)²`` (the unanswered items' Bernoulli noise, the
 uncertainty of the ability and item parameters, and the misfit term). ``τ`` is the
-misfit standard deviation of a score predicted from no answers, and
-``ρ = Σ_{u unasked} w_u / Σ_i w_i`` the share of the score still predicted: the model's
+misfit standard deviation of a score predicted from no answers, and ``g`` the bank's
+misfit shape (:func:`coreval.adaptive.misfit.misfit_factor`), by default
+``ρ = Σ_{u unasked} w_u / Σ_i w_i``, the share of the score still predicted: the model's
 misfit only bears on the items it predicts, so it vanishes once every item is answered.
-The interval is taken from draws: a node by its weight, then Bernoulli answers to the
-unasked items, plus ``N(0, (τ ρ)²)``.
+The other shapes also scale it with the predicted score. The interval is taken from
+draws: a node by its weight, then Bernoulli answers to the unasked items, plus
+``N(0, (τ g)²)``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import zlib
 
 import numpy as np
 
+from coreval.adaptive.misfit import misfit_factor
 from coreval.adaptive.state import AdaptiveState
 from coreval.base import Prediction
 
@@ -35,8 +38,9 @@ def active_nodes(state: AdaptiveState) -> tuple[np.ndarray, np.ndarray]:
     return w[keep] / w[keep].sum(), probs
 
 
-def score_moments(state: AdaptiveState) -> tuple[float, float]:
-    """Posterior mean and variance of the full score (module docstring)."""
+def fitted_moments(state: AdaptiveState) -> tuple[float, float]:
+    """Posterior mean and variance of the full score without the misfit term
+    (``O + Σ_k π_k m_k`` and ``Var_π(m) + E_π(n)``)."""
     bank = state.bank
     pi, p = active_nodes(state)
     rest = state.unasked
@@ -45,8 +49,13 @@ def score_moments(state: AdaptiveState) -> tuple[float, float]:
     m = p[:, rest] @ w
     n = (p[:, rest] * (1.0 - p[:, rest])) @ w**2
     mean_m = float(pi @ m)
-    variance = float(pi @ (m - mean_m) ** 2 + pi @ n) + misfit_sd(state) ** 2
-    return observed + mean_m, variance
+    return observed + mean_m, float(pi @ (m - mean_m) ** 2 + pi @ n)
+
+
+def score_moments(state: AdaptiveState) -> tuple[float, float]:
+    """Posterior mean and variance of the full score (module docstring)."""
+    mean, variance = fitted_moments(state)
+    return mean, variance + _misfit_sd(state, mean) ** 2
 
 
 def unasked_share(state: AdaptiveState) -> float:
@@ -56,8 +65,17 @@ def unasked_share(state: AdaptiveState) -> float:
 
 
 def misfit_sd(state: AdaptiveState) -> float:
-    """``τ ρ``: the misfit standard deviation of the full score at this state."""
-    return state.bank.tau * unasked_share(state)
+    """``τ g``: the misfit standard deviation of the full score at this state."""
+    return _misfit_sd(state, fitted_moments(state)[0])
+
+
+def _misfit_sd(state: AdaptiveState, mean: float) -> float:
+    bank = state.bank
+    if bank.tau == 0:
+        return 0.0
+    total = float(bank.weights.sum())
+    score = mean / total if total > 0 else 0.0
+    return bank.tau * float(misfit_factor(bank.misfit_shape, unasked_share(state), score))
 
 
 def _rng(state: AdaptiveState, seed: int) -> np.random.Generator:
@@ -70,7 +88,7 @@ def estimate(state: AdaptiveState, *, level: float = 0.9, num_draws: int = 2000,
              seed: int = 0) -> Prediction:
     """The predicted full score with an equal-tailed ``level`` interval and its draws."""
     bank = state.bank
-    mean, _ = score_moments(state)
+    mean, _ = fitted_moments(state)
     pi, p = active_nodes(state)
     rng = _rng(state, seed)
     rest = state.unasked
@@ -79,7 +97,7 @@ def estimate(state: AdaptiveState, *, level: float = 0.9, num_draws: int = 2000,
     answers = rng.random(probs.shape) < probs
     draws = float(bank.weights[state.asked] @ state.responses) + answers @ bank.weights[rest]
     if bank.tau > 0:
-        draws = draws + rng.normal(0.0, misfit_sd(state), size=num_draws)
+        draws = draws + rng.normal(0.0, _misfit_sd(state, mean), size=num_draws)
     alpha = 1.0 - level
     lower, upper = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
     total = float(bank.weights.sum())

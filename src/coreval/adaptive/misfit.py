@@ -21,6 +21,10 @@ another estimate), so the smallest such ``τ`` is found exactly: each test's cov
 of ``τ`` is a union of intervals, one per step at which some ``τ`` stops it
 (:func:`_covered_intervals`), and a sweep over their endpoints counts the covered tests.
 
+The functions read ``ρ_n`` only as the scale of ``τ``. For a misfit of another shape
+(:data:`MISFIT_SHAPES`), pass its factor ``g_n`` (:func:`misfit_factor`) in place of the
+shares: the misfit standard deviation is then ``τ g_n`` and everything above holds.
+
 References
 ----------
 Lei, J., G'Sell, M., Rinaldo, A., Tibshirani, R. J. & Wasserman, L. (2018).
@@ -35,6 +39,55 @@ import numpy as np
 from scipy.stats import norm
 
 from coreval.errors import ValidationError
+
+#: How the misfit standard deviation ``τ g`` scales with a test's state, as ``g(ρ, m)``
+#: (:func:`misfit_factor`); the first is the default.
+MISFIT_SHAPES = ("share", "bernoulli-sd", "bernoulli-var")
+
+
+def misfit_factor(shape: str, shares, scores) -> np.ndarray:
+    """The factor ``g`` of ``τ`` in the misfit standard deviation ``τ g`` of a full score.
+
+    With ``ρ`` the share of the score's weight still unanswered and ``m`` the predicted
+    full score on a 0-1 scale (the score over the total weight):
+
+    * ``share``: ``g = ρ``. The misfit bears on the predicted part of the score only, and
+      vanishes once every item is answered.
+    * ``bernoulli-sd``: ``g = ρ √(4 m (1 − m))``, the misfit in units of the Bernoulli
+      standard deviation at the predicted score, relative to its largest value at
+      ``m = 1/2``.
+    * ``bernoulli-var``: ``g = ρ · 4 m (1 − m)``. An offset ``δ`` on the logit of every
+      unanswered item moves the score by ``Σ_u w_u p_u (1 − p_u) δ`` (delta method); with
+      each ``p_u`` read as ``m``, that is this factor times ``δ / 4``.
+
+    The last two let the misfit shrink for a model near 0 or 1, which answers most
+    unasked items the same way whatever its departure from the IRT model. They read only
+    ``(ρ, m)``, which a test's trajectory records, so a stop under any shape can be
+    replayed from trajectories run with ``τ = 0`` (:func:`width_stop_misfit`).
+
+    Parameters
+    ----------
+    shape : {"share", "bernoulli-sd", "bernoulli-var"}
+    shares : array-like
+        ``ρ`` in [0, 1].
+    scores : array-like
+        ``m``, broadcast against ``shares``; clipped to [0, 1] and NaN read as 0.
+
+    Returns
+    -------
+    ndarray
+        ``g`` in [0, 1], the shape of ``shares`` broadcast with ``scores``.
+    """
+    rho = np.asarray(shares, dtype=float)
+    m = np.clip(np.nan_to_num(np.asarray(scores, dtype=float)), 0.0, 1.0)
+    if shape == "share":
+        return rho * np.ones_like(m)
+    if shape == "bernoulli-sd":
+        return rho * np.sqrt(4.0 * m * (1.0 - m))
+    if shape == "bernoulli-var":
+        return rho * 4.0 * m * (1.0 - m)
+    raise ValidationError(f"misfit shape must be one of {', '.join(MISFIT_SHAPES)}, "
+                          f"got {shape!r}")
 
 
 def padded_paths(paths, length: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -480,6 +480,11 @@ def adapt_cmd(
                                      "scaled by the share still unanswered: 'cv' (learnt from "
                                      "adaptive tests of held-out known models, 10 folds) or a "
                                      "number (0: the IRT model taken as exact).")] = "cv",
+    misfit_shape: Annotated[str, typer.Option(
+        help="How the misfit scales: share (with the share still unanswered), "
+        "bernoulli-sd or bernoulli-var (also shrinking near scores of 0 and 1), or auto "
+        "(the one whose tests of held-out known models are the most efficient; needs "
+        "--tau cv).")] = "share",
     seed: Annotated[int, typer.Option(min=0, max=2**32 - 1, help="Seed.")] = 0,
     data_dir: DataDirOpt = None,
     lm_metric: LmMetricOpt = None,
@@ -496,6 +501,7 @@ def adapt_cmd(
 
     from coreval.adaptive import AdaptiveTest, any_of, score_width
     from coreval.adaptive import max_items as stop_after
+    from coreval.adaptive.misfit import MISFIT_SHAPES
     from coreval.methods import get_method
     from coreval.pipeline import fit_method as fit_pipeline
 
@@ -503,6 +509,9 @@ def adapt_cmd(
         raise CorevalError("give exactly one of --responses FILE or --answer-cmd CMD")
     if rule not in ("score", "fisher", "kl"):
         raise CorevalError(f"--rule must be score, fisher or kl, got {rule!r}")
+    if misfit_shape not in (*MISFIT_SHAPES, "auto"):
+        raise CorevalError(f"--misfit-shape must be {', '.join(MISFIT_SHAPES)} or auto, "
+                           f"got {misfit_shape!r}")
     try:
         tau_value: str | float = "cv" if tau == "cv" else float(tau)
     except ValueError:
@@ -531,6 +540,7 @@ def adapt_cmd(
     fitted = fit_pipeline(get_method(f"cat-{rule}"), source, n_max, seed=seed, model=model,
                           dims=dims, choose_dims=choose_dims, max_dims=max_dims,
                           fit_method=fit_method, num_steps=num_steps, tau=tau_value,
+                          misfit_shape=misfit_shape,
                           width=stop_width, level=level, batch=batch,
                           randomesque=randomesque, calibration="native")
     bank = fitted.predictor.bank_
@@ -542,6 +552,7 @@ def adapt_cmd(
     else:
         prediction = _run_answer_cmd(test, answer_cmd, batch, subprocess)
     result = {"rule": rule, "items_used": test.state.n_asked, "tau": float(fitted.predictor.tau_),
+              "misfit_shape": fitted.predictor.misfit_shape_,
               "score": float(prediction.mean[0]), "lower": float(prediction.lower[0]),
               "upper": float(prediction.upper[0]), "level": level,
               "interval": prediction.interval, "items": test.asked}

@@ -9,6 +9,7 @@ score's interval is narrow enough.
 from __future__ import annotations
 
 import numpy as np
+from scipy.stats import norm
 
 from coreval.adaptive import (
     AdaptiveTest,
@@ -18,8 +19,10 @@ from coreval.adaptive import (
     max_items,
     score_width,
 )
-from coreval.adaptive.estimate import misfit_sd, score_moments, unasked_share
+from coreval.adaptive.estimate import fitted_moments, unasked_share
 from coreval.adaptive.misfit import (
+    MISFIT_SHAPES,
+    misfit_factor,
     padded_paths,
     stopped_coverage,
     stopped_widths,
@@ -33,16 +36,15 @@ from coreval.irt.fit_spec import IRTFitSpec
 from coreval.irt.source_fit import BAYES_FIT, fit_source_irt
 
 
-def _unasked_shares(predictor: AdaptivePredictor, x: np.ndarray) -> np.ndarray:
-    """``ρ`` of each model's test in ``predictor``'s last predict (for ``out_of_fold``):
-    the last step of its recorded trajectory."""
-    return np.array([path[-1, 2] for path in predictor.paths_])
+def _last_steps(predictor: AdaptivePredictor, x: np.ndarray) -> np.ndarray:
+    """The last step ``(mean, v, ρ)`` of each test in ``predictor``'s last predict (for
+    ``out_of_fold``)."""
+    return np.array([path[-1] for path in predictor.paths_]).reshape(-1, 3)
 
 
 def _moments(state) -> tuple[float, float, float]:
     """The full score's mean, its variance without the misfit term, and ``ρ``."""
-    mean, variance = score_moments(state)
-    return mean, max(variance - misfit_sd(state) ** 2, 0.0), unasked_share(state)
+    return (*fitted_moments(state), unasked_share(state))
 
 
 def _padded_paths(predictor: AdaptivePredictor, x: np.ndarray) -> np.ndarray:
@@ -93,6 +95,20 @@ class AdaptivePredictor(Predictor):
         stops cover ``level`` of them (:mod:`coreval.adaptive.misfit`), so it is learnt
         where the tests it is used in stop; the fit then costs as much as held-out tests
         of the full budget.
+    misfit_shape : {"share", "bernoulli-sd", "bernoulli-var", "auto"}
+        How the misfit term scales with a test's state, ``τ g``
+        (:func:`coreval.adaptive.misfit.misfit_factor`): ``"share"`` (default) ``g = ρ``;
+        the Bernoulli shapes also shrink it for a model whose predicted score is near 0
+        or 1. ``"auto"`` learns ``τ`` for each shape on the held-out source tests that
+        ``tau="cv"`` runs anyway (a replay of the same tests: no test or fit is added)
+        and keeps the shape whose calibrated tests are the most efficient: with
+        ``width``, the fewest items asked at the replayed stops, then the narrower mean
+        interval there; without, the narrower mean interval at the budget. A tie keeps
+        ``"share"``. Like ``choose_dims``, the choice uses the source models only, inside
+        each run. Needs ``tau="cv"``. Replayed on stored tests of three Open LLM v2
+        matrices (``benchmarks/results/adaptive_misfit_shape.md``), the choice cut the
+        items of the 4 pp stop on ifeval from 0.71 to 0.65 of a random sample's, at a
+        higher RMSE at the stop; elsewhere it changed them by 0.01-0.03.
     tau_folds : int
         Folds of the source models for ``tau="cv"`` (10, as ``calibration="cv"`` in
         :mod:`coreval.pipeline`). A fold's bank is fitted on ``(K − 1)/K`` of the source
@@ -132,7 +148,7 @@ class AdaptivePredictor(Predictor):
         chosen by ``choose_dims``).
     dims_criterion_ : dict or None
         With ``choose_dims``: each candidate's criterion (out-of-fold RMSE, or mean
-        items at the width stop), keyed by D.
+        items at the width stop) under its best misfit shape, keyed by D.
     dims_width_ : dict or None
         With ``choose_dims`` and ``width``: each candidate's mean interval width at the
         replayed stops (the tie-break), keyed by D.
@@ -143,6 +159,12 @@ class AdaptivePredictor(Predictor):
         under other widths or τ without running the tests again.
     tau_ : float
         The misfit standard deviation in use.
+    misfit_shape_ : str
+        The misfit shape in use (``misfit_shape``, or the one ``"auto"`` chose).
+    shape_criterion_ : dict or None
+        With ``misfit_shape="auto"``: each shape's ``(τ, criterion, mean width)`` at the
+        chosen D, the criterion being the mean items at the width stop or, without
+        ``width``, the out-of-fold RMSE (the same for every shape).
     exposure_ : ndarray or None
         Sympson-Hetter parameters ``k_i`` (with ``max_exposure``).
     items_used_ : ndarray
@@ -162,7 +184,7 @@ class AdaptivePredictor(Predictor):
 
     def __init__(self, *, rule: str = "score", width: float | None = None, batch: int = 1,
                  randomesque: int = 1, max_exposure: float | None = None,
-                 tau: float | str = "cv", tau_folds: int = 10,
+                 tau: float | str = "cv", misfit_shape: str = "share", tau_folds: int = 10,
                  irt: IRTFitSpec = BAYES_FIT, choose_dims: bool = False, max_dims: int = 2,
                  level: float = 0.9, seed: int = 0, show_progress: bool | None = None) -> None:
         self.rule = rule
@@ -171,6 +193,7 @@ class AdaptivePredictor(Predictor):
         self.randomesque = randomesque
         self.max_exposure = max_exposure
         self.tau = tau
+        self.misfit_shape = misfit_shape
         self.tau_folds = tau_folds
         self.irt = irt
         self.choose_dims = choose_dims
@@ -185,6 +208,12 @@ class AdaptivePredictor(Predictor):
                                   "(ItemBankSelector) as its coreset")
         if self.tau != "cv" and not (isinstance(self.tau, int | float) and self.tau >= 0):
             raise ValidationError(f"tau must be 'cv' or a number >= 0, got {self.tau!r}")
+        if self.misfit_shape not in (*MISFIT_SHAPES, "auto"):
+            raise ValidationError(f"misfit_shape must be one of {', '.join(MISFIT_SHAPES)} "
+                                  f"or auto, got {self.misfit_shape!r}")
+        if self.misfit_shape == "auto" and self.tau != "cv":
+            raise ValidationError("misfit_shape='auto' needs tau='cv' (its held-out tests "
+                                  f"are the criterion); got tau={self.tau!r}")
         if self.tau == "cv" and int(self.tau_folds) < 2:
             raise ValidationError(f"tau_folds must be at least 2, got {self.tau_folds}")
         if self.max_exposure is not None and not 0 < self.max_exposure <= 1:
@@ -202,20 +231,37 @@ class AdaptivePredictor(Predictor):
         specs = [self.irt] + ([self.irt.replace(dims=dims)
                                for dims in range(2, int(self.max_dims) + 1)]
                               if self.choose_dims else [])
+        # (τ, criterion) per (D, shape); the criterion is compared lower first, a full tie
+        # keeps the fewer dimensions and the earlier shape
         found = {}
         for spec in specs:
-            found[spec.dims] = (self._misfit(source, spec) if self.tau == "cv"
-                                else (float(self.tau), (np.nan, np.nan)))
-        self.dims_criterion_ = ({dims: float(v[1][0]) for dims, v in found.items()}
+            if self.tau == "cv":
+                for shape, value in self._misfit(source, spec, coreset.indices).items():
+                    found[spec.dims, shape] = value
+            else:
+                found[spec.dims, self.misfit_shape] = (float(self.tau), (np.nan, np.nan))
+
+        def best(keys):
+            return min(keys, key=lambda key: (*np.nan_to_num(found[key][1], nan=np.inf),
+                                              key[0], MISFIT_SHAPES.index(key[1])))
+
+        per_dims = {dims: best([key for key in found if key[0] == dims])
+                    for dims in dict.fromkeys(key[0] for key in found)}
+        self.dims_criterion_ = ({dims: float(found[key][1][0]) for dims, key in per_dims.items()}
                                 if self.choose_dims else None)
-        self.dims_width_ = ({dims: float(v[1][1]) for dims, v in found.items()}
+        self.dims_width_ = ({dims: float(found[key][1][1]) for dims, key in per_dims.items()}
                             if self.choose_dims and self.width is not None else None)
-        best = min(found, key=lambda dims: (*np.nan_to_num(found[dims][1], nan=np.inf), dims))
-        self.irt_spec_ = self.irt.replace(dims=best)
-        self.tau_ = found[best][0]
+        dims, self.misfit_shape_ = best(found)
+        self.shape_criterion_ = ({shape: (float(found[dims, shape][0]),
+                                          *map(float, found[dims, shape][1]))
+                                  for shape in MISFIT_SHAPES}
+                                 if self.misfit_shape == "auto" else None)
+        self.irt_spec_ = self.irt.replace(dims=dims)
+        self.tau_ = found[dims, self.misfit_shape_][0]
         irt_fit = fit_source_irt(source, self.irt_spec_, seed=self.seed, cache=self.cache_,
                                  show_progress=self.show_progress)
-        self.bank_ = self._bank(ItemBank.from_fit(irt_fit, source), coreset.indices, self.tau_)
+        self.bank_ = self._bank(ItemBank.from_fit(irt_fit, source), coreset.indices, self.tau_,
+                                self.misfit_shape_)
         self.exposure_ = None if self.max_exposure is None else calibrate_exposure(
             self.bank_, float(self.max_exposure), n_items=min(int(coreset.max_items),
                                                               self.bank_.n_items),
@@ -223,59 +269,79 @@ class AdaptivePredictor(Predictor):
             seed=self.seed)
 
     @staticmethod
-    def _bank(bank: ItemBank, cols: np.ndarray, tau: float) -> ItemBank:
-        """The items ``cols`` of ``bank`` with misfit ``tau``."""
+    def _bank(bank: ItemBank, cols: np.ndarray, tau: float, shape: str) -> ItemBank:
+        """The items ``cols`` of ``bank`` with misfit ``tau`` of shape ``shape``."""
         return ItemBank(items=bank.items[cols], a=bank.a[:, cols], d=bank.d[:, cols],
                         c=None if bank.c is None else bank.c[:, cols],
                         weights=bank.weights[cols],
-                        groups=None if bank.groups is None else bank.groups[cols], tau=tau)
+                        groups=None if bank.groups is None else bank.groups[cols], tau=tau,
+                        misfit_shape=shape)
 
-    def _misfit(self, source: ScoreMatrix,
-                irt: IRTFitSpec) -> tuple[float, tuple[float, float]]:
-        """``τ`` by split conformal on out-of-fold adaptive tests (see ``tau``) over the bank
-        of ``irt``, and the tests' criterion for ``choose_dims``: their RMSE (NaN where
-        there are none), or with ``width`` the mean items and the mean width at the stop;
-        compared in that order, lower first."""
+    def _shapes(self) -> tuple[str, ...]:
+        """The misfit shapes to learn ``τ`` for."""
+        return MISFIT_SHAPES if self.misfit_shape == "auto" else (self.misfit_shape,)
+
+    def _misfit(self, source: ScoreMatrix, irt: IRTFitSpec,
+                cols: np.ndarray) -> dict[str, tuple[float, tuple[float, float]]]:
+        """Per misfit shape, ``τ`` by split conformal on out-of-fold adaptive tests (see
+        ``tau``) over the bank of ``irt`` (items ``cols``), and the tests' criterion for
+        ``choose_dims`` and ``misfit_shape="auto"``: their RMSE (NaN where there are none)
+        and mean interval width at the budget, or with ``width`` the mean items and the
+        mean width at the stop; compared in that order, lower first."""
+        shapes = self._shapes()
         ok = np.flatnonzero(~np.isnan(source.values).any(axis=1))
         if len(ok) < 2:
-            return 0.0, (np.nan, np.nan)
-        params = {"tau": 0.0, "irt": irt, "choose_dims": False}
+            return dict.fromkeys(shapes, (0.0, (np.nan, np.nan)))
+        total = float(source.item_weights()[cols].sum())
+        params = {"tau": 0.0, "misfit_shape": "share", "irt": irt, "choose_dims": False}
         if self.width is not None:
-            return self._width_misfit(source, ok, params)
+            return self._width_misfit(source, ok, params, total)
         oof = out_of_fold(source, self.refit_, folds=int(self.tau_folds), seed=self.seed,
                           rows=ok, params=params, show_progress=self.show_progress,
-                          desc="adaptive misfit folds", collect=_unasked_shares)
+                          desc="adaptive misfit folds", collect=_last_steps)
         if len(oof.rows) == 0 or oof.variance is None:
-            return 0.0, (np.nan, np.nan)
+            return dict.fromkeys(shapes, (0.0, (np.nan, np.nan)))
         rmse = float(np.sqrt(np.mean(oof.residuals ** 2)))
-        shares = oof.collected.ravel()
-        keep = shares > 0  # a model that answered every item has no misfit to learn from
-        if not keep.any():
-            return 0.0, (rmse, np.nan)
-        return float(np.sqrt(conformal_inflation(oof.residuals[keep] ** 2,
-                                                 oof.variance[keep], self.level,
-                                                 scales=shares[keep]))), (rmse, np.nan)
+        z = float(norm.ppf(0.5 + self.level / 2.0))
+        found = {}
+        for shape in shapes:
+            scales = misfit_factor(shape, oof.collected[:, 2], oof.collected[:, 0] / total)
+            # a model that answered every item (or sits at 0 or 1 for the Bernoulli
+            # shapes) has no misfit to learn from
+            keep = scales > 0
+            tau2 = (conformal_inflation(oof.residuals[keep] ** 2, oof.variance[keep],
+                                        self.level, scales=scales[keep])
+                    if keep.any() else 0.0)
+            width = 2.0 * z * float(np.mean(np.sqrt(oof.variance + tau2 * scales**2)))
+            found[shape] = (float(np.sqrt(tau2)), (rmse, width))
+        return found
 
-    def _width_misfit(self, source: ScoreMatrix, rows: np.ndarray,
-                      params: dict) -> tuple[float, tuple[float, float]]:
-        """``τ`` for the width stop: held-out tests run to the budget with ``τ = 0``, their
-        trajectories replayed under each candidate ``τ``
+    def _width_misfit(self, source: ScoreMatrix, rows: np.ndarray, params: dict,
+                      total: float) -> dict[str, tuple[float, tuple[float, float]]]:
+        """Per misfit shape, ``τ`` for the width stop: held-out tests run to the budget
+        with ``τ = 0``, their trajectories replayed under each candidate ``τ``
         (:func:`coreval.adaptive.misfit.width_stop_misfit`); and the mean number of items
         the replayed stops ask under that ``τ`` and the mean width of their intervals."""
+        shapes = self._shapes()
         oof = out_of_fold(source, self.refit_, folds=int(self.tau_folds), seed=self.seed,
                           rows=rows, params={**params, "width": None},
                           show_progress=self.show_progress, desc="adaptive misfit folds",
                           collect=_padded_paths)
         if len(oof.rows) == 0:
-            return 0.0, (np.nan, np.nan)
+            return dict.fromkeys(shapes, (0.0, (np.nan, np.nan)))
         means, variances, shares = np.split(oof.collected, 3, axis=1)
         self.misfit_paths_[params["irt"].dims] = (oof.truth, means, variances, shares)
-        tau = width_stop_misfit(oof.truth, means, variances, shares, width=float(self.width),
-                                level=self.level)
-        steps, _ = stopped_coverage(tau, oof.truth, means, variances, shares,
+        found = {}
+        for shape in shapes:
+            scales = misfit_factor(shape, shares, means / total)
+            tau = width_stop_misfit(oof.truth, means, variances, scales,
                                     width=float(self.width), level=self.level)
-        widths = stopped_widths(tau, variances, shares, steps, level=self.level)
-        return tau, (float(np.mean(steps)) * int(self.batch), float(np.mean(widths)))
+            steps, _ = stopped_coverage(tau, oof.truth, means, variances, scales,
+                                        width=float(self.width), level=self.level)
+            widths = stopped_widths(tau, variances, scales, steps, level=self.level)
+            found[shape] = (tau, (float(np.mean(steps)) * int(self.batch),
+                                  float(np.mean(widths))))
+        return found
 
     @property
     def stop_(self):
