@@ -70,6 +70,7 @@ def misfit_sd(state: AdaptiveState) -> float:
 
 
 def _misfit_sd(state: AdaptiveState, mean: float) -> float:
+    """``τ g(ρ, m)`` with the full score's fitted ``mean`` (``m`` = mean / total weight)."""
     bank = state.bank
     if bank.tau == 0:
         return 0.0
