@@ -63,18 +63,15 @@ METRICS = ("rmse", "mae", "kendall", "spearman", "coverage90", "width90")
 
 
 def run(methods: list[str], data_dir: Path, n_jobs: int,
-        seeds: tuple[int, ...] = SEEDS, n_source: tuple[int, ...] = N_SOURCE) -> float:
-    """Run (or resume) the grid for ``methods``; returns the wall time in seconds."""
+        seeds: tuple[int, ...] = SEEDS, n_source: tuple[int, ...] = N_SOURCE,
+        budgets: tuple[float, ...] = BUDGETS, raw: Path = RAW) -> float:
+    """Run (or resume) the grid for ``methods`` into the store ``raw``; returns the wall
+    time in seconds."""
     matrices = {name: load_matrix(name, data_dir=data_dir) for name in DATASETS}
     t0 = time.perf_counter()
-    run_grid(matrices, methods, list(BUDGETS), n_source=list(n_source), seeds=list(seeds),
-             split="binned", out=RAW, n_jobs=n_jobs)
+    run_grid(matrices, methods, list(budgets), n_source=list(n_source), seeds=list(seeds),
+             split="binned", out=raw, n_jobs=n_jobs)
     return time.perf_counter() - t0
-
-
-def _stored() -> pd.DataFrame:
-    """Every stored cell (parts of finished runs), whatever the methods."""
-    return _stored_at(RAW)
 
 
 def _stored_at(raw: Path) -> pd.DataFrame:
@@ -222,22 +219,27 @@ def headline(agg: pd.DataFrame) -> list[str]:
     return [*lines, ""]
 
 
-def complete_seeds(df: pd.DataFrame, n_source: tuple[int, ...] = N_SOURCE) -> list[int]:
+def complete_seeds(df: pd.DataFrame, n_source: tuple[int, ...] = N_SOURCE,
+                   budgets: tuple[float, ...] = BUDGETS) -> list[int]:
     """Seeds with a stored run of every dataset × M × method × budget of the grid."""
     cells = ["dataset", "n_source", "method", "budget"]
     grid = df[df["method"].isin(METHODS) & df["dataset"].isin(DATASETS)
-              & df["n_source"].isin(n_source)]
+              & df["n_source"].isin(n_source)
+              & np.isclose(df["budget"].to_numpy(float)[:, None], budgets).any(axis=1)]
     counts = grid.drop_duplicates([*cells, "seed"]).groupby("seed").size()
-    expected = len(DATASETS) * len(n_source) * len(METHODS) * len(BUDGETS)
+    expected = len(DATASETS) * len(n_source) * len(METHODS) * len(budgets)
     return sorted(int(s) for s in counts[counts == expected].index)
 
 
 def report(data_dir: Path, command: str, wall: float | None,
-           n_source: tuple[int, ...] = N_SOURCE, out: Path = RESULTS / "item_level.md") -> str:
-    stored = _stored()
-    stored = stored[stored["n_source"].isin(n_source)]
+           n_source: tuple[int, ...] = N_SOURCE, out: Path = RESULTS / "item_level.md",
+           budgets: tuple[float, ...] = BUDGETS, raw: Path = RAW) -> str:
+    stored = _stored_at(raw)
+    stored = stored[stored["n_source"].isin(n_source)
+                    & np.isclose(stored["budget"].to_numpy(float)[:, None], budgets).any(axis=1)]
     # every method is averaged over the same splits: a seed counts once it is complete
-    seeds = complete_seeds(stored, n_source) or sorted(int(s) for s in stored["seed"].unique())
+    seeds = (complete_seeds(stored, n_source, budgets)
+             or sorted(int(s) for s in stored["seed"].unique()))
     df = stored[stored["seed"].isin(seeds)]
     pending = stored[~stored["seed"].isin(seeds)]
     agg = aggregate(df, data_dir)
@@ -248,8 +250,9 @@ def report(data_dir: Path, command: str, wall: float | None,
                  and len(seeds) > 1 else "seed " + ", ".join(map(str, seeds)))
     lines = ["# Item-level comparison: all methods, 8 matrices", "",
              *provenance(command),
-             f"Binned split; M ∈ {{{', '.join(map(str, n_source))}}} source models, budgets "
-             f"5/10/15 %, {seed_text}; "
+             f"Binned split; M ∈ {{{', '.join(map(str, n_source))}}} source models, "
+             f"budget{'s' if len(budgets) > 1 else ''} "
+             f"{'/'.join(f'{100 * b:g}' for b in budgets)} %, {seed_text}; "
              f"{len(df)} stored runs, {n_err} failed; summed select + fit + predict time "
              f"{total / 3600:.2f} h"
              + (f" (wall {wall:.0f} s for the last invocation, which ran only the cells not "
@@ -268,7 +271,10 @@ def report(data_dir: Path, command: str, wall: float | None,
              "included, and for the stacks on their own cross-fitted residuals; otherwise the "
              "predictor's own: jackknife+ for the ridge refits on random items, also where the "
              "selection check chose a random coreset, split conformal for random, the "
-             "posterior for irt-bayes; each raw cell's `interval` column says which); Φ̂ = "
+             "posterior for irt-bayes; each raw cell's `interval` column says which; the "
+             "half-width of the `cv` and stack intervals follows a quadratic variance "
+             "function of the prediction fitted to the out-of-fold residuals, "
+             "`interval_scale=\"quadratic\"`, the default); Φ̂ = "
              "Nogueira et al.'s stability of the coresets across seeds (mean over datasets; — "
              "with one seed); seconds = median select + fit + predict per run (a fit reused "
              "from another run counts with the seconds it took, so the summed time above "
@@ -326,19 +332,27 @@ def main(argv: list[str] | None = None) -> int:
                          "whose cells are all stored)")
     ap.add_argument("--n-source", default=",".join(map(str, N_SOURCE)),
                     help="numbers of source models to run and report (comma-separated)")
+    ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)),
+                    help="budgets (fractions of the items) to run and report (comma-separated)")
+    ap.add_argument("--raw", type=Path, default=RAW,
+                    help="the grid's store (its cells go under <raw>.parts/); another store "
+                         "keeps a partial grid apart from the full one")
     ap.add_argument("--out", type=Path, default=RESULTS / "item_level.md",
                     help="markdown file to write (its figure: figures/<stem>.png)")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     n_source = tuple(int(m) for m in args.n_source.split(",") if m)
+    budgets = tuple(float(b) for b in args.budgets.split(",") if b)
     wall = None
     if not args.report_only:
         # as the CLI does: a later run loads the compiled IRT fits instead of compiling
         # each new shape again (about 25 s per shape; coreval.jax_cache)
         enable_compilation_cache()
         wall = run([m for m in args.methods.split(",") if m], args.data_dir, args.n_jobs,
-                   tuple(int(s) for s in args.seeds.split(",") if s), n_source)
-    text = report(args.data_dir, command_line("item_level.py", argv), wall, n_source, args.out)
+                   tuple(int(s) for s in args.seeds.split(",") if s), n_source, budgets,
+                   args.raw)
+    text = report(args.data_dir, command_line("item_level.py", argv), wall, n_source, args.out,
+                  budgets, args.raw)
     print(text[:3000])
     return 0
 
