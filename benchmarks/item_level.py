@@ -219,13 +219,18 @@ def headline(agg: pd.DataFrame) -> list[str]:
     return [*lines, ""]
 
 
+def in_budgets(df: pd.DataFrame, budgets: tuple[float, ...]) -> np.ndarray:
+    """Which rows of ``df`` have one of ``budgets`` (compared with ``np.isclose``)."""
+    return np.isclose(df["budget"].to_numpy(float)[:, None], budgets).any(axis=1)
+
+
 def complete_seeds(df: pd.DataFrame, n_source: tuple[int, ...] = N_SOURCE,
                    budgets: tuple[float, ...] = BUDGETS) -> list[int]:
     """Seeds with a stored run of every dataset × M × method × budget of the grid."""
     cells = ["dataset", "n_source", "method", "budget"]
     grid = df[df["method"].isin(METHODS) & df["dataset"].isin(DATASETS)
               & df["n_source"].isin(n_source)
-              & np.isclose(df["budget"].to_numpy(float)[:, None], budgets).any(axis=1)]
+              & in_budgets(df, budgets)]
     counts = grid.drop_duplicates([*cells, "seed"]).groupby("seed").size()
     expected = len(DATASETS) * len(n_source) * len(METHODS) * len(budgets)
     return sorted(int(s) for s in counts[counts == expected].index)
@@ -235,8 +240,7 @@ def report(data_dir: Path, command: str, wall: float | None,
            n_source: tuple[int, ...] = N_SOURCE, out: Path = RESULTS / "item_level.md",
            budgets: tuple[float, ...] = BUDGETS, raw: Path = RAW) -> str:
     stored = _stored_at(raw)
-    stored = stored[stored["n_source"].isin(n_source)
-                    & np.isclose(stored["budget"].to_numpy(float)[:, None], budgets).any(axis=1)]
+    stored = stored[stored["n_source"].isin(n_source) & in_budgets(stored, budgets)]
     # every method is averaged over the same splits: a seed counts once it is complete
     seeds = (complete_seeds(stored, n_source, budgets)
              or sorted(int(s) for s in stored["seed"].unique()))
