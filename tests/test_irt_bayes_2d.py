@@ -72,6 +72,7 @@ def test_irt_bayes_two_dimensions_end_to_end() -> None:
     np.testing.assert_array_equal(alone.draws[:, 0], pred.draws[:, 3])
 
 
+@pytest.mark.slow  # the Fisher coreset's checked selection refits per fold: ~4-5 min
 def test_fisher_coreset_with_a_two_dimensional_spec_bins_a_one_dimensional_fit() -> None:
     rng = np.random.default_rng(3)
     theta = rng.normal(size=40)

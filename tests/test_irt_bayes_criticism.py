@@ -92,9 +92,10 @@ def test_negative_items_under_positive_prior_warn_and_fail_the_check() -> None:
 
 def test_check_off_and_in_sample_misfit_skip_the_comparison() -> None:
     matrix = signed_2pl_matrix(40, 60, neg_share=0.0, seed=4)
-    predictor, _ = _fit(matrix, 12, check=False)
+    one_model = {"model": "2pl", "choose_dims": False}  # the choices are tested below
+    predictor, _ = _fit(matrix, 12, check=False, **one_model)
     assert predictor.ppc_ is None and predictor.ridge_cv_rmse_ is None
-    predictor, misfit = _fit(matrix, 12, misfit="in-sample")
+    predictor, misfit = _fit(matrix, 12, misfit="in-sample", **one_model)
     assert predictor.cv_rmse_ is None and not misfit
     assert predictor.ppc_ is not None
 

@@ -42,6 +42,9 @@ EXPENSIVE = {
        for name in ("gp-irt", "gp-irt+", "gp-irt++", "irt-bayes", "irt-bayes+", "irt-bayes++",
                     "p-irt", "metabench+", "metabench++", "cat-fisher", "cat-kl",
                     "cat-score")},
+    "stack-irt-anchors": "stacks gp-IRT and irt-bayes with out-of-fold refits of the IRT "
+                         "anchors (about 5 min); stack-random and stack-mrmr run the stack's "
+                         "round trip",
     "scales": "fits an item-feature model (about 30 s); needs item features",
     "scales-lite": "fits an item-embedding model (about 30 s); needs item embeddings",
 }

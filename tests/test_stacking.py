@@ -116,6 +116,7 @@ def test_the_pipeline_interval_scale_reaches_the_stack_interval():
                    predictor__interval_scale="wide")
 
 
+@pytest.mark.slow  # every component with its IRT choices, in 5 meta-folds: ~7 min
 def test_irt_components_stack_on_binary_data():
     m = simulate(n_models=60, n_items=60, seed=5).matrix
     source, target = m.take(np.arange(36)), m.take(np.arange(36, 60))
