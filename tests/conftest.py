@@ -91,6 +91,22 @@ def load_shared(shared_dir: Path):
 
 
 @pytest.fixture
+def irt_fit_calls(monkeypatch) -> list[tuple[str, str, int]]:
+    """``(model, priors, number of models)`` of every IRT fit made while the test runs."""
+    import coreval.irt.inference as inference
+
+    calls: list[tuple[str, str, int]] = []
+    fit = inference.fit
+
+    def counted(model, data, **kwargs):
+        calls.append((model, kwargs["priors"], data.n_models))
+        return fit(model, data, **kwargs)
+
+    monkeypatch.setattr(inference, "fit", counted)
+    return calls
+
+
+@pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
 

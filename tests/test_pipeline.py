@@ -482,3 +482,56 @@ def test_interval_scale_validation_and_auto_on_scores_outside_the_unit_interval(
     fitted = fit_method(get_method("mrmr+"), wide, 5, calibration="cv", folds=4,
                         interval_scale="auto")
     assert fitted.interval_scale == "constant"
+
+
+def test_calibration_folds_reuse_the_runs_irt_model_choice(irt_fit_calls):
+    """gp-irt's ``model="auto"``/``priors="auto"`` is chosen once; its folds fit the choice.
+
+    Without :func:`coreval.pipeline.choice_refit` every calibration fold would make the
+    choice again (four validation fits per fold); with it each fold fits the chosen
+    spec only: on all the fold's models and for λ's validation fit.
+    """
+    source = simulate(n_models=24, n_items=60, seed=2).matrix
+    fast = {"fit_method": "map", "num_steps": 300, "num_draws": 1, "learning_rate": 0.1}
+    calls = irt_fit_calls
+    fitted = fit_method(get_method("gp-irt"), source, 12, seed=0, folds=3, **fast)
+    assert fitted.calibration == "cv" and fitted.cv_residuals.shape == (1, 24)
+    chosen = fitted.selector.resolved_options()
+    assert set(chosen) == {"model", "priors"}
+    assert fitted.predictor.resolved_options() == chosen
+    outer = [c for c in calls if c[2] >= 19]  # all 24 sources, and λ's 19 (every 5th out)
+    assert len(outer) == 5  # four candidates' validation fits + the chosen one on all
+    folds = [c for c in calls if c[2] <= 16]  # a fold's 16 models, and λ's 12 of them
+    assert len(folds) == 3 * 2 and {c[:2] for c in folds} == {(chosen["model"],
+                                                              chosen["priors"])}
+    # a choice the user made is the user's: nothing is pinned over it
+    calls.clear()
+    fit_method(get_method("gp-irt"), source, 12, seed=0, folds=3, model="2pl",
+               priors="signed", **fast)
+    assert {c[:2] for c in calls} == {("2pl", "signed")} and len(calls) == 2 + 3 * 2
+
+
+def test_choice_refit_pins_what_both_components_chose_alike(monkeypatch):
+    """Options the two fitted components resolved differently, or the user set, stay open."""
+    from types import SimpleNamespace
+
+    import coreval.pipeline as pipeline
+
+    def fitted(**chosen):
+        return SimpleNamespace(resolved_options=lambda: dict(chosen))
+
+    monkeypatch.setattr(pipeline, "fold_refit", lambda method, k, *, seed, cache, options:
+                        ("refit with", options))
+    method = get_method("gp-irt")
+
+    def pinned(selector, predictor, options):
+        return pipeline.choice_refit(method, 5, 0, None, options, selector, predictor,
+                                     "own refit")
+
+    assert pinned(fitted(), fitted(), {"seed": 1}) == "own refit"
+    assert pinned(fitted(model="3pl"), fitted(model="2pl"), {}) == "own refit"
+    assert pinned(fitted(model="3pl"), fitted(), {"model": "2pl"}) == "own refit"
+    assert pinned(fitted(model="3pl"), fitted(model="auto"), {}) == "own refit"
+    assert pinned(fitted(model="3pl"), fitted(model="3pl", priors="signed"),
+                  {"model": "auto", "num_steps": 9}) == (
+        "refit with", {"model": "3pl", "priors": "signed", "num_steps": 9})

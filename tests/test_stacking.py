@@ -166,6 +166,21 @@ def test_irt_options_reach_the_gp_irt_component_and_the_anchor_selector():
     assert fitted.predictor.components_["gp-irt"].irt.model == "2pl"
 
 
+def test_the_folds_gp_irt_components_fit_the_irt_model_chosen_on_all_sources(irt_fit_calls):
+    """``model="auto"``/``priors="auto"`` is chosen once; each fold's gp-IRT fits the choice."""
+    m = simulate(n_models=24, n_items=40, seed=1).matrix
+    calls = irt_fit_calls
+    fitted = fit_method(get_method("stack-random"), m, 8, seed=0, meta_folds=3,
+                        components=("mean", "gp-irt"), fit_method="map", num_steps=300,
+                        num_draws=1, learning_rate=0.1)
+    chosen = fitted.predictor.resolved_options()
+    assert set(chosen) == {"model", "priors"}
+    assert len([c for c in calls if c[2] >= 19]) == 5  # the choice's 4 fits + the final one
+    folds = [c for c in calls if c[2] <= 16]  # each fold: its 16 models and λ's 12
+    assert len(folds) == 3 * 2 and {c[:2] for c in folds} == {(chosen["model"],
+                                                              chosen["priors"])}
+
+
 @pytest.mark.parametrize("name, expected", [("mrmr+", "cv"), ("anchor-points++", "cv"),
                                             ("random++", "native"), ("irt-bayes", "native"),
                                             ("stack-mrmr", "native"), ("cat-fisher", "native")])

@@ -45,6 +45,17 @@ split-conformal interval is valid as it is, and the ``impute`` task). Cost:
 none where ``selection="auto"`` already ran those folds for its comparison (the first
 repetition reuses them).
 
+Choices in the folds
+--------------------
+A method that chooses a setting from the source models (gp-irt's IRT model and prior
+family, ``model="auto"``, ``priors="auto"``: four validation fits) makes that choice
+once, on all of them. The folds of the calibration and of the selection check reuse it
+(:func:`choice_refit`): each fold re-runs the selection and the fit with the chosen
+setting, not the choice itself. The choice is one of a few candidates, so letting it
+see the held-out fold is a small optimism, and re-making it would multiply the folds'
+fits: gp-irt on gsm (30 sources, 10 %) makes 25 IRT fits instead of 55
+(``benchmarks/results/gpirt_fit_count.md``, which also gives the coverage with both).
+
 Interval scale
 --------------
 A ``"cv"`` interval is ``ŷ ± q σ(ŷ)``: split conformal on normalised scores ``|rᵢ| / σ(ŷᵢ)``
@@ -495,9 +506,10 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
             used = "random"
             method, options, (selector, predictor, refit, select_seconds) = chosen
     elif checked:
-        first, scores, chosen = _check_selection(method, source, k, seed, cache, options,
-                                                 refit, folds, fold_seeds[0],
-                                                 _baseline_for(predictor))
+        first, scores, chosen = _check_selection(
+            method, source, k, seed, cache, options,
+            choice_refit(method, k, seed, cache, options, selector, predictor, refit),
+            folds, fold_seeds[0], _baseline_for(predictor))
         if chosen is not None:
             used = "random"
             method, options, first = chosen
@@ -507,9 +519,10 @@ def fit_method(method: Method, source: ScoreMatrix, k: int, *, seed: int = 0,
     requested = calibration
     calibration = resolve_calibration(calibration, method, selector, predictor)
     if calibration == "cv":
+        fold_fit = choice_refit(method, k, seed, cache, options, selector, predictor, refit)
         try:
             oofs = [first if r == 0 and first is not None else
-                    out_of_fold(source, refit, folds=folds, seed=fold_seed,
+                    out_of_fold(source, fold_fit, folds=folds, seed=fold_seed,
                                 baseline=_baseline_for(predictor),
                                 desc=f"{method.name} CV {r + 1}/{repeats}")
                     for r, fold_seed in enumerate(fold_seeds)]
@@ -715,6 +728,30 @@ def methods_for(n_source: int, task: str = "score") -> list[str]:
         if max(_needs(sel), _needs(m.predictor)) <= n_source:
             out.append(name)
     return out
+
+
+def choice_refit(method: Method, k: int, seed: int, cache: FitCache | None,
+                 options: dict[str, Any], selector: Selector, predictor: Predictor,
+                 refit: FoldRefit) -> FoldRefit:
+    """The method's refit with the ``"auto"`` choices of this run's fit held fixed.
+
+    The options that the fitted selector and predictor report
+    (:meth:`~coreval.base.Selector.resolved_options`, e.g. gp-irt's
+    ``{"model": "3pl", "priors": "signed"}``) are added to ``options``, so that the
+    folds of the interval calibration and of the selection check reuse the choice the
+    run made on all source models instead of making it again in every fold (module
+    docstring, "Choices in the folds"). An option the two components resolved
+    differently is left to each fold. ``refit`` itself when nothing was chosen.
+    """
+    chosen = selector.resolved_options()
+    for name, value in predictor.resolved_options().items():
+        if chosen.setdefault(name, value) != value:
+            chosen[name] = None
+    chosen = {name: value for name, value in chosen.items()
+              if value is not None and options.get(name, "auto") == "auto"}
+    if not chosen:
+        return refit
+    return fold_refit(method, k, seed=seed, cache=cache, options={**options, **chosen})
 
 
 def fold_refit(method: Method, k: int, *, seed: int, cache: FitCache | None,

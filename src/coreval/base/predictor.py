@@ -70,6 +70,14 @@ class Predictor(BaseEstimator):
         """
         return None
 
+    def resolved_options(self) -> dict[str, Any]:
+        """Method options that fix the ``"auto"`` choices this fit made (after ``fit``).
+
+        As :meth:`coreval.base.Selector.resolved_options`: e.g. gp-IRT's
+        ``{"model": "3pl", "priors": "signed"}``. Empty by default.
+        """
+        return {}
+
     def fit(self, source: ScoreMatrix, coreset: Coreset, *, cache: FitCache | None = None,
             refit: FoldRefit | None = None) -> Predictor:
         """Fit on the source models and the coreset chosen on them.

@@ -9,6 +9,7 @@ underscore attributes (``coreset_``, ``selected_``, ``weights_``).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from sklearn.base import BaseEstimator
 
@@ -58,6 +59,18 @@ class Selector(BaseEstimator):
         self.selected_ = coreset.indices
         self.weights_ = coreset.weights
         return self
+
+    def resolved_options(self) -> dict[str, Any]:
+        """Method options that fix the ``"auto"`` choices this fit made (after ``fit``).
+
+        A selector that chooses a setting from the source models (the IRT model and
+        priors of ``model="auto"``) returns the options that pin it, e.g.
+        ``{"model": "3pl", "priors": "signed"}``; the folds of
+        :func:`coreval.pipeline.fit_method`'s interval calibration and selection check
+        pass them so that each fold reuses the choice instead of making it again.
+        Empty by default (nothing chosen).
+        """
+        return {}
 
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:  # pragma: no cover - abstract
         raise NotImplementedError

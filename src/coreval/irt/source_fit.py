@@ -142,6 +142,27 @@ def resolve_irt_model(source: ScoreMatrix, spec: IRTFitSpec, *, seed: int = 0,
     return candidates[min(errors, key=errors.__getitem__)], dict(errors)
 
 
+def resolved_choice(requested: IRTFitSpec, resolved: IRTFitSpec) -> dict[str, str]:
+    """The method options that fix ``requested``'s ``"auto"`` fields to ``resolved``'s.
+
+    ``{"model": ..., "priors": ...}`` for the fields :func:`resolve_irt_model` chose
+    (empty when ``requested`` had none): what a refit on part of the same source models
+    passes to reuse the choice instead of making it again
+    (:meth:`coreval.base.Selector.resolved_options`).
+
+    Examples
+    --------
+    >>> from coreval.irt.fit_spec import IRTFitSpec
+    >>> resolved_choice(IRTFitSpec(model="auto", priors="auto"),
+    ...                 IRTFitSpec(model="3pl", priors="signed"))
+    {'model': '3pl', 'priors': 'signed'}
+    >>> resolved_choice(IRTFitSpec(model="2pl"), IRTFitSpec(model="2pl"))
+    {}
+    """
+    return {name: getattr(resolved, name) for name in ("model", "priors")
+            if getattr(requested, name) == "auto"}
+
+
 def fit_source_irt(source: ScoreMatrix, spec: IRTFitSpec, *, seed: int = 0,
                    cache: FitCache | None = None, show_progress: bool | None = None) -> Any:
     """Fit an IRT model on the source models with :func:`coreval.irt.fit`.

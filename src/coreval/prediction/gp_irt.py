@@ -29,6 +29,7 @@ from coreval.irt.source_fit import (
     fit_source_irt,
     logistic_item_params,
     resolve_irt_model,
+    resolved_choice,
     validation_bias,
 )
 
@@ -130,6 +131,10 @@ class PIRTPredictor(Predictor):
 
     def _fit_extra(self, source: ScoreMatrix, coreset: Coreset) -> None:
         """Hook for subclasses (gp-IRT's λ)."""
+
+    def resolved_options(self) -> dict[str, str]:
+        """``model`` / ``priors`` as ``model="auto"`` / ``priors="auto"`` chose them."""
+        return resolved_choice(self.irt, self.irt_spec_)
 
     def abilities(self, x: np.ndarray) -> np.ndarray:
         """MLE abilities ``(n, D)`` of models with coreset responses ``x``."""

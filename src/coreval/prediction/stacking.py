@@ -252,8 +252,13 @@ class StackingPredictor(Predictor):
         self.rmse_ = float("nan")
         if folds == 0:
             return
+        # the folds' gp-IRT components fit the IRT model and priors chosen here on all
+        # source models ("auto"), rather than choosing again (coreval.pipeline, "Choices
+        # in the folds")
+        params = {"meta_folds": 0, "components": names, **(
+            {"irt": self.components_["gp-irt"].irt_spec_} if "gp-irt" in names else {})}
         oof = out_of_fold(source, self.refit_, folds=folds, seed=int(self.seed),
-                          complete_only=True, params={"meta_folds": 0, "components": names},
+                          complete_only=True, params=params,
                           show_progress=self.show_progress, desc="stacking folds",
                           collect=lambda fold_stack, x: fold_stack.component_predictions(x))
         if len(oof.rows) < 2:
@@ -290,6 +295,11 @@ class StackingPredictor(Predictor):
                 stacked = np.clip(stacked, 0.0, 1.0)
             resid[held] = y[held] - stacked
         return resid
+
+    def resolved_options(self) -> dict[str, str]:
+        """The gp-IRT component's ``model`` / ``priors`` as ``"auto"`` chose them."""
+        gp_irt = self.components_.get("gp-irt")
+        return {} if gp_irt is None else gp_irt.resolved_options()
 
     def out_of_fold_residuals(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The source rows of the out-of-fold stage and their cross-fitted stacked residuals."""

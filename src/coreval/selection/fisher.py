@@ -34,6 +34,7 @@ from coreval.irt.source_fit import (
     fit_source_irt,
     logistic_item_params,
     resolve_irt_model,
+    resolved_choice,
 )
 
 #: Ways to fill the budget beyond one pass over the ability bins.
@@ -129,6 +130,10 @@ class FisherInformationSelector(Selector):
         self.irt = irt
         self.show_progress = show_progress
 
+    def resolved_options(self) -> dict[str, str]:
+        """``model`` / ``priors`` as ``model="auto"`` / ``priors="auto"`` chose them."""
+        return resolved_choice(self.irt, self.irt_spec_)
+
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
         from coreval.irt.information import item_information
 
@@ -140,6 +145,7 @@ class FisherInformationSelector(Selector):
         spec = self.irt if self.irt.dims == 1 else self.irt.replace(dims=1)
         spec, _ = resolve_irt_model(source, spec, seed=self.seed, cache=self.cache_,
                                     show_progress=self.show_progress)
+        self.irt_spec_ = spec
         irt_fit = fit_source_irt(source, spec, seed=self.seed, cache=self.cache_,
                                  show_progress=self.show_progress)
         a, d, c = logistic_item_params(irt_fit)

@@ -30,6 +30,7 @@ from coreval.irt.source_fit import (
     fit_source_irt,
     logistic_item_params,
     resolve_irt_model,
+    resolved_choice,
 )
 
 
@@ -137,10 +138,15 @@ class IRTAnchorSelector(Selector):
         self.n_init = n_init
         self.show_progress = show_progress
 
+    def resolved_options(self) -> dict[str, str]:
+        """``model`` / ``priors`` as ``model="auto"`` / ``priors="auto"`` chose them."""
+        return resolved_choice(self.irt, self.irt_spec_)
+
     def _select(self, source: ScoreMatrix, k: int) -> Coreset:
         spec, self.validation_errors_ = resolve_irt_model(
             source, self.irt, seed=self.seed, cache=self.cache_, show_progress=self.show_progress)
         self.model_ = spec.model
+        self.irt_spec_ = spec
         irt_fit = fit_source_irt(source, spec, seed=self.seed, cache=self.cache_,
                                  show_progress=self.show_progress)
         a, d, _ = logistic_item_params(irt_fit)
