@@ -1,10 +1,10 @@
 """The same grid cells with the IRT choice made again in every fold and held fixed.
 
 gp-irt chooses its IRT model and priors per run (``model="auto"``, ``priors="auto"``).
-Its calibration folds, and the selection check of gp-irt+ / gp-irt++, re-run the
-pipeline on folds of the source models: they used to make the choice again in every
-fold, and now reuse the one made on all source models
-(:func:`coreval.pipeline.choice_refit`). This script compares two stores of the same
+Its calibration folds, the selection check of gp-irt+ / gp-irt++ and the stacks'
+out-of-fold stage (for their gp-IRT component) re-run the pipeline on folds of the
+source models: they used to make the choice again in every fold, and now reuse the one
+made on all source models (:func:`coreval.pipeline.choice_refit`). This script compares two stores of the same
 item-level grid cells (``benchmarks/item_level.py --raw``), one made by each, cell by
 cell: point predictions, σ⁻¹-aggregated RMSE, τ, coverage and width of the 90 %
 interval, the random-coreset check's decisions and the median seconds per run.
@@ -30,10 +30,10 @@ from coreval.harness.store import read_results
 from coreval.harness.summary import dataset_sigmas
 from item_level import METHOD_TABLE_FORMAT, _md, method_table
 
-METHODS = ("gp-irt", "gp-irt+", "gp-irt++")
+METHODS = ("gp-irt", "gp-irt+", "gp-irt++", "stack-random", "stack-mrmr", "stack-irt-anchors")
 #: How each store was made (with the coreval before and after the change).
-STORE_COMMAND = ("python benchmarks/item_level.py --methods gp-irt,gp-irt+,gp-irt++ "
-                 "--n-source 30 --seeds 0,1 --budgets 0.1 --n-jobs 2 --raw STORE")
+STORE_COMMAND = ("python benchmarks/item_level.py --methods " + ",".join(METHODS)
+                 + " --n-source 30 --seeds 0,1 --budgets 0.1 --n-jobs 2 --raw STORE")
 KEY = ["dataset", "method", "n_source", "budget", "seed"]
 
 
@@ -89,14 +89,17 @@ def main(argv: list[str] | None = None) -> None:
         *provenance(command_line("fold_choice.py", argv)), "",
         f"Each store was made by `{STORE_COMMAND}`: `--before` (the cells of "
         "`item_level_m30.md`) with coreval at commit cd8e104, where every fold made the "
-        "choice again, `--after` with the choice held fixed (commit 8ff24f7).", "",
+        "choice again, `--after` with the choice held fixed (commit 8ff24f7; the stacks "
+        "in a second run, of commit 98052d7, with the same `src/`).", "",
         f"Cells present in both stores: {settings}; the {len(sigmas)} LLM matrices "
         f"({', '.join(sigmas)}). RMSE, width in pp; σ⁻¹-aggregated over datasets (mRMR "
         "paper, Eqs. 25-27) after averaging over seeds; coverage90 of the default interval "
         "on the target models; seconds = median select + fit + predict per run, a fit "
         "reused from another cell counted with the seconds it took (so a run's cost alone; "
-        "two jobs on the 2-core machine, the `--after` store's first 14 minutes beside a "
-        "third process, which can only have raised its seconds). `RMSE equal`: cells whose target RMSE is the "
+        "two jobs on the 2-core machine; in the `--after` store the gp-irt family's first "
+        "14 minutes ran beside a third process, and the stacks' first 50 minutes at the "
+        "lowest priority beside the test suite, which can only have raised their seconds). "
+        "`RMSE equal`: cells whose target RMSE is the "
         "same in both stores; `check decision changed`: cells where the random-coreset "
         "check (`selection=\"auto\"`) decided differently.", "",
         *_md(table, {**METHOD_TABLE_FORMAT, "RMSE before": ".2f", "RMSE after": ".2f",
