@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> None:
         "makes for later cells count in it); `sum of seconds`: the grid's per-run seconds, "
         "where a reused fit counts with the seconds it took.", "",
         f"Split wall time: {wall:.0f} s. If each of the full grid's {GRID_SPLITS} splits "
-        f"(8 matrices × M ∈ {{15, 30, 50}} × 5 seeds) cost this one, the grid would take "
+        f"({len(DATASETS)} matrices × M ∈ {{{', '.join(map(str, N_SOURCE))}}} × "
+        f"{len(SEEDS)} seeds) cost this one, the grid would take "
         f"{grid_hours:.1f} h on 2 cores (two splits at a time); M = 15 splits are cheaper "
         "and M = 50 ones dearer, and the matrices differ in size, so this is an order of "
         "magnitude, not a measurement of the grid.", "",
