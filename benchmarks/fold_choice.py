@@ -8,10 +8,13 @@ made on all source models (:func:`coreval.pipeline.choice_refit`). This script c
 item-level grid cells (``benchmarks/item_level.py --raw``), one made by each, cell by
 cell: point predictions, σ⁻¹-aggregated RMSE, τ, coverage and width of the 90 %
 interval, the random-coreset check's decisions and the median seconds per run.
+``--selector-fixed`` adds a third store, made once the stacks' out-of-fold folds also
+held the choice of their IRT anchor selector fixed (stack-irt-anchors); its methods get
+a row of their own, against the same ``--before`` cells.
 
 Usage::
 
-    python benchmarks/fold_choice.py --before STORE --after STORE
+    python benchmarks/fold_choice.py --before STORE --after STORE [--selector-fixed STORE]
 
 Each store is made by :data:`STORE_COMMAND` with the coreval of its side.
 """
@@ -48,30 +51,15 @@ def _cells(store: Path) -> pd.DataFrame:
     return df
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", type=Path, required=True,
-                    help="store made with the choice in every fold")
-    ap.add_argument("--after", type=Path, required=True,
-                    help="store made with the choice held fixed")
-    ap.add_argument("--out", type=Path, default=RESULTS / "fold_choice.md")
-    args = ap.parse_args(argv)
-    after = _cells(args.after)
-    before = _cells(args.before).merge(after[KEY], on=KEY)  # the cells of both stores
-    after = after.merge(before[KEY], on=KEY)
+def _row(label: str, before: pd.DataFrame, after: pd.DataFrame, sigmas: dict,
+         method: str) -> dict:
+    """One method's cells in both stores: equal RMSEs, changed checks, the aggregates."""
     both = before.merge(after, on=KEY, suffixes=("_before", "_after"))
-    sigmas = dataset_sigmas({name: load_matrix(name, data_dir=SHARED / "data")
-                             for name in sorted(set(both["dataset"]) & set(LLM))})
-    tables = {name: method_table(df[df["dataset"].isin(sigmas)], sigmas)
-              for name, df in (("choice in every fold", before), ("choice held fixed", after))}
-    rows = []
-    for method in METHODS:
-        b = tables["choice in every fold"].set_index("method").loc[method]
-        a = tables["choice held fixed"].set_index("method").loc[method]
-        cells = both[both["method"] == method]
-        same = cells["selection_before"] == cells["selection_after"]
-        rows.append({
-            "method": method, "cells": len(cells),
+    cells = both[both["method"] == method]
+    b, a = (method_table(df[df["dataset"].isin(sigmas)].merge(cells[KEY], on=KEY), sigmas)
+            .set_index("method").loc[method] for df in (before, after))
+    same = cells["selection_before"] == cells["selection_after"]
+    return {"method": label, "cells": len(cells),
             "RMSE equal": int(np.sum(np.isclose(cells["rmse_before"], cells["rmse_after"],
                                                 rtol=0, atol=1e-12))),
             "check decision changed": int((~same).sum()),
@@ -80,9 +68,34 @@ def main(argv: list[str] | None = None) -> None:
             "coverage90 before": b["coverage90"], "coverage90 after": a["coverage90"],
             "width90 before": b["width90"], "width90 after": a["width90"],
             "seconds before": b["seconds"], "seconds after": a["seconds"],
-            "seconds ratio": b["seconds"] / a["seconds"]})
+            "seconds ratio": b["seconds"] / a["seconds"]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", type=Path, required=True,
+                    help="store made with the choice in every fold")
+    ap.add_argument("--after", type=Path, required=True,
+                    help="store made with the choice held fixed")
+    ap.add_argument("--selector-fixed", type=Path, default=None,
+                    help="store made with the stacks' folds also holding their selector's "
+                         "choice fixed")
+    ap.add_argument("--out", type=Path, default=RESULTS / "fold_choice.md")
+    args = ap.parse_args(argv)
+    after = _cells(args.after)
+    before = _cells(args.before).merge(after[KEY], on=KEY)  # the cells of both stores
+    after = after.merge(before[KEY], on=KEY)
+    sides = [("", after)]
+    if args.selector_fixed is not None:
+        fixed = _cells(args.selector_fixed).merge(before[KEY], on=KEY)
+        sides.append((", selector's choice fixed too", fixed))
+    sigmas = dataset_sigmas({name: load_matrix(name, data_dir=SHARED / "data")
+                             for name in sorted(set(before["dataset"]) & set(LLM))})
+    rows = [_row(method + label, before, side, sigmas, method)
+            for label, side in sides for method in METHODS
+            if (side["method"] == method).any()]
     table = pd.DataFrame(rows)
-    settings = ", ".join(f"{c} {sorted(both[c].unique().tolist())}"
+    settings = ", ".join(f"{c} {sorted(before[c].unique().tolist())}"
                          for c in ("n_source", "budget", "seed"))
     text = "\n".join([
         "# The IRT choice in the folds: made again in every fold, or held fixed", "",

@@ -220,3 +220,18 @@ def test_a_single_out_of_fold_fold_warns_that_residuals_are_in_sample():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         stack._cross_fitted_residuals(p, y, np.arange(12) % 3)
+
+
+def test_the_folds_anchor_selectors_reuse_the_irt_model_chosen_on_all_sources(irt_fit_calls):
+    """stack-irt-anchors: each fold's selector fits the choice too, instead of choosing."""
+    m = simulate(n_models=24, n_items=40, seed=1).matrix
+    calls = irt_fit_calls
+    fitted = fit_method(get_method("stack-irt-anchors"), m, 8, seed=0, meta_folds=3,
+                        selection="method", components=("mean", "gp-irt"), fit_method="map",
+                        num_steps=300, num_draws=1, learning_rate=0.1)
+    chosen = fitted.selector.resolved_options()
+    assert chosen == fitted.predictor.resolved_options()
+    assert len([c for c in calls if c[2] >= 19]) == 5  # the choice's 4 fits + the final one
+    folds = [c for c in calls if c[2] <= 16]  # each fold: its 16 models and λ's 12
+    assert len(folds) == 3 * 2 and {c[:2] for c in folds} == {(chosen["model"],
+                                                              chosen["priors"])}

@@ -51,7 +51,9 @@ A method that chooses a setting from the source models (gp-irt's IRT model and p
 family, ``model="auto"``, ``priors="auto"``: four validation fits) makes that choice
 once, on all of them. The folds of the calibration and of the selection check reuse it
 (:func:`choice_refit`): each fold re-runs the selection and the fit with the chosen
-setting, not the choice itself. The choice is one of a few candidates, so letting it
+setting, not the choice itself. So do the folds a predictor runs itself (irt-bayes'
+misfit term, a stack's weights) with what its selector chose (stack-irt-anchors'
+anchors come from gp-irt's choice of IRT model). The choice is one of a few candidates, so letting it
 see the held-out fold is a small optimism, and re-making it would multiply the folds'
 fits: gp-irt on gsm (30 sources, 10 %) makes 25 IRT fits instead of 55
 (``benchmarks/results/gpirt_fit_count.md``, which also gives the coverage with both).
@@ -609,8 +611,11 @@ def _fit_pipeline(method: Method, source: ScoreMatrix, k: int, seed: int, cache:
         t0 = cache.clock()
         selector = method.make_selector(k=k, seed=seed, **options).fit(source, cache=cache)
         select_seconds = cache.clock() - t0
+        # the predictor's own folds (irt-bayes' misfit term, a stack's weights) reuse the
+        # selector's choices too ("Choices in the folds")
         predictor = method.make_predictor(seed=seed, **options).fit(
-            source, selector.coreset_, cache=cache, refit=refit)
+            source, selector.coreset_, cache=cache,
+            refit=choice_refit(method, k, seed, cache, options, selector, None, refit))
     except TooFewModelsError as err:
         runnable = methods_for(err.got, method.task)
         raise TooFewModelsError(
@@ -731,7 +736,7 @@ def methods_for(n_source: int, task: str = "score") -> list[str]:
 
 
 def choice_refit(method: Method, k: int, seed: int, cache: FitCache | None,
-                 options: dict[str, Any], selector: Selector, predictor: Predictor,
+                 options: dict[str, Any], selector: Selector, predictor: Predictor | None,
                  refit: FoldRefit) -> FoldRefit:
     """The method's refit with the ``"auto"`` choices of this run's fit held fixed.
 
@@ -741,10 +746,12 @@ def choice_refit(method: Method, k: int, seed: int, cache: FitCache | None,
     folds of the interval calibration and of the selection check reuse the choice the
     run made on all source models instead of making it again in every fold (module
     docstring, "Choices in the folds"). An option the two components resolved
-    differently is left to each fold. ``refit`` itself when nothing was chosen.
+    differently is left to each fold. ``predictor=None`` (the refit handed to the
+    predictor's own folds, before it is fitted) pins the selector's choices alone.
+    ``refit`` itself when nothing was chosen.
     """
     chosen = selector.resolved_options()
-    for name, value in predictor.resolved_options().items():
+    for name, value in ({} if predictor is None else predictor.resolved_options()).items():
         if chosen.setdefault(name, value) != value:
             chosen[name] = None
     chosen = {name: value for name, value in chosen.items()
