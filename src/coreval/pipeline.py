@@ -53,10 +53,11 @@ once, on all of them. The folds of the calibration and of the selection check re
 (:func:`choice_refit`): each fold re-runs the selection and the fit with the chosen
 setting, not the choice itself. So do the folds a predictor runs itself (irt-bayes'
 misfit term, a stack's weights) with what its selector chose (stack-irt-anchors'
-anchors come from gp-irt's choice of IRT model). The choice is one of a few candidates, so letting it
-see the held-out fold is a small optimism, and re-making it would multiply the folds'
-fits: gp-irt on gsm (30 sources, 10 %) makes 25 IRT fits instead of 55
-(``benchmarks/results/gpirt_fit_count.md``, which also gives the coverage with both).
+anchors come from gp-irt's choice of IRT model). The choice is one of a few
+candidates, so letting it see the held-out fold is a small optimism, and re-making it
+would multiply the folds' fits: gp-irt on gsm (30 sources, 10 %) makes 25 IRT fits
+instead of 55 (``benchmarks/results/gpirt_fit_count.md``, which also gives the coverage
+with both).
 
 Interval scale
 --------------
