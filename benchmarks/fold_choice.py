@@ -103,7 +103,11 @@ def main(argv: list[str] | None = None) -> None:
         f"Each store was made by `{STORE_COMMAND}`: `--before` (the cells of "
         "`item_level_m30.md`) with coreval at commit cd8e104, where every fold made the "
         "choice again, `--after` with the choice held fixed (commit 8ff24f7; the stacks "
-        "in a second run, of commit 98052d7, with the same `src/`).", "",
+        "in a second run, of commit 98052d7, with the same `src/`)."
+        + (" `--selector-fixed` with the stacks' out-of-fold folds also holding the "
+           "anchor selector's choice fixed (commit 5938ea7; `--methods stack-irt-anchors "
+           "--n-jobs 1`, beside one other single-process benchmark, so also two processes "
+           "on the 2 cores)." if args.selector_fixed is not None else ""), "",
         f"Cells present in both stores: {settings}; the {len(sigmas)} LLM matrices "
         f"({', '.join(sigmas)}). RMSE, width in pp; σ⁻¹-aggregated over datasets (mRMR "
         "paper, Eqs. 25-27) after averaging over seeds; coverage90 of the default interval "
