@@ -200,6 +200,8 @@ def coverage_by_dataset(df: pd.DataFrame, n_source: int = 30, budget: float = 0.
 def headline(agg: pd.DataFrame) -> list[str]:
     """The mRMR paper's claim per M × budget: mrmr++ vs gp-irt, anchor-points, random++."""
     rivals = ["gp-irt", "anchor-points", "random++"]
+    if not {"mrmr++", *rivals} <= set(agg["method"]):
+        return []  # a partial grid without the methods the claim compares
     lines = ["## The mRMR paper's headline, per setting", "",
              "Does mrmr++ have a lower σ⁻¹-aggregated RMSE and a higher τ than each of "
              f"{', '.join(rivals)} (the paper's claim, made at M = 30)? `best` = the method "
