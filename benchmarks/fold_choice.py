@@ -4,9 +4,9 @@ gp-irt chooses its IRT model and priors per run (``model="auto"``, ``priors="aut
 Its calibration folds, the selection check of gp-irt+ / gp-irt++ and the stacks'
 out-of-fold stage (for their gp-IRT component) re-run the pipeline on folds of the
 source models: they used to make the choice again in every fold, and now reuse the one
-made on all source models (:func:`coreval.pipeline.choice_refit`). This script compares two stores of the same
-item-level grid cells (``benchmarks/item_level.py --raw``), one made by each, cell by
-cell: point predictions, σ⁻¹-aggregated RMSE, τ, coverage and width of the 90 %
+made on all source models (:func:`coreval.pipeline.choice_refit`). This script compares
+two stores of the same item-level grid cells (``benchmarks/item_level.py --raw``), one
+made by each, cell by cell: point predictions, σ⁻¹-aggregated RMSE, τ, coverage and width of the 90 %
 interval, the random-coreset check's decisions and the median seconds per run.
 ``--selector-fixed`` adds a third store, made once the stacks' out-of-fold folds also
 held the choice of their IRT anchor selector fixed (stack-irt-anchors); its methods get
