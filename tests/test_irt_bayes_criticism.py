@@ -139,7 +139,8 @@ def test_choose_dims_keeps_the_better_fit() -> None:
     assert off.dims_cv_rmse_ is None and off.irt_spec_.dims == 1
 
 
-def test_model_auto_keeps_the_candidate_with_the_lowest_out_of_fold_rmse() -> None:
+def test_model_auto_keeps_the_candidate_with_the_lowest_out_of_fold_rmse(irt_fit_calls
+                                                                         ) -> None:
     from coreval.base import FitCache
     from coreval.irt.source_fit import AUTO_MODELS
 
@@ -157,6 +158,11 @@ def test_model_auto_keeps_the_candidate_with_the_lowest_out_of_fold_rmse() -> No
     assert predictor.cv_rmse_ == min(scores.values())
     assert predictor.dims_cv_rmse_ == {d: scores[f"{chosen.model}/hierarchical/D={d}"]
                                        for d in (1, 2)}
+    # the candidates are scored on their folds (18 models each); only the chosen one is
+    # fitted on all 27 source models
+    full = [c for c in irt_fit_calls if c[2] == 27]
+    assert full == [(chosen.model, "hierarchical", 27)]
+    assert len([c for c in irt_fit_calls if c[2] == 18]) == 4 * 3
     # the kept state is the chosen candidate's own: fitting that spec alone predicts the same
     alone = fit_method(get_method("irt-bayes"), source, 8, seed=0, model=chosen.model,
                        dims=chosen.dims, choose_dims=False, **options)
