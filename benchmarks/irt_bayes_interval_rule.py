@@ -14,6 +14,10 @@ per split, what the calibration saw and what it gave the targets:
 From these the report compares calibration rules on the same fits, without refitting:
 
 * ``floored`` (the method): ``τ² = max(0, q)``, ``q`` the conformal quantile of the scores;
+* ``floored-quadratic``: the same with the added SD proportional to a quadratic variance
+  function of the prediction, ``τ c(ŷ)``, fitted to the out-of-fold squared residuals
+  (:func:`coreval.base.conformal.variance_function_scale`, the ``"cv"`` intervals'
+  default ``interval_scale``), scores ``(r_m² / z² − v_m) / c(ŷ_m)²``;
 * ``signed``: ``q`` itself, negative values narrowing each target's draws about their
   mean to the variance ``max(v + q, 0)``;
 * ``scaled``: the normalised score ``r_m² / (z² v_m)``, whose quantile ``κ²`` scales the
@@ -50,6 +54,7 @@ from scipy.stats import norm
 
 from _results import LLM, RESULTS, SHARED, provenance, write_markdown
 from coreval.base import resolve_budget
+from coreval.base.conformal import variance_function_scale
 from coreval.data import load_matrix
 from coreval.data.splits import iter_splits
 from coreval.jax_cache import enable_compilation_cache
@@ -136,6 +141,13 @@ def rule_draws(rule: str, z: np.lib.npyio.NpzFile, rng: np.random.Generator) -> 
     if rule == "floored":
         q = max(0.0, float(np.sort(r2 / zq**2 - v)[rank - 1]))
         return draws + rng.normal(0.0, math.sqrt(q), size=draws.shape)
+    if rule == "floored-quadratic":
+        resid = np.asarray(z["oof_residuals"])
+        oof_mean = np.asarray(z["source_truth"])[np.asarray(z["oof_rows"])] - resid
+        c2 = variance_function_scale(oof_mean, oof_mean, resid) ** 2
+        q = max(0.0, float(np.sort((r2 / zq**2 - v) / c2)[rank - 1]))
+        c_new = variance_function_scale(np.asarray(z["mean"]), oof_mean, resid)
+        return draws + rng.normal(0.0, 1.0, size=draws.shape) * (math.sqrt(q) * c_new)
     if rule == "signed":
         q = float(np.sort(r2 / zq**2 - v)[rank - 1])
         if q >= 0:
@@ -152,7 +164,7 @@ def rule_draws(rule: str, z: np.lib.npyio.NpzFile, rng: np.random.Generator) -> 
 
 def report(stores: list[Path], out: Path, command: str) -> str:
     """Coverage and width of each rule over the stored splits."""
-    rules = ("floored", "signed", "scaled", "scaled-wider", "auto")
+    rules = ("floored", "floored-quadratic", "signed", "scaled", "scaled-wider", "auto")
     alpha = 1 - LEVEL
     rows = []
     for store in stores:
