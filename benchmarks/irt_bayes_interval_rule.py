@@ -3,8 +3,8 @@
 irt-bayes widens its posterior predictive by a misfit variance ``τ²``, the split-conformal
 quantile of the scores ``r_m² / z² − v_m`` of its out-of-fold source predictions
 (:func:`coreval.base.conformal.conformal_inflation`). This script fits irt-bayes with its
-defaults on the item-level grid's binned splits (the 8 LLM matrices, one M, one budget,
-the given seeds; the same splits and ``k`` as ``benchmarks/item_level.py``) and stores,
+defaults on the item-level grid's binned splits (by default the 8 LLM matrices; one M,
+one budget, the given seeds; the same splits and ``k`` as ``benchmarks/item_level.py``) and stores,
 per split, what the calibration saw and what it gave the targets:
 
 * the out-of-fold residuals ``r_m`` and variances ``v_m`` of the source models;
@@ -29,7 +29,8 @@ From these the report compares calibration rules on the same fits, without refit
 Each rule's mean interval score (Gneiting & Raftery 2007: width plus ``2/α`` times the
 distance by which the interval misses, pp; lower is better) is reported with its coverage.
 
-Rows: σ⁻¹-free means over the splits of coverage90 and width90 (pp), and per split.
+Rows: per split, and plain means over the splits of coverage90, width90 and the interval
+score (pp), by matrix family and M.
 
 Usage::
 
@@ -54,7 +55,7 @@ from scipy.stats import norm
 
 from _results import LLM, RESULTS, SHARED, provenance, write_markdown
 from coreval.base import resolve_budget
-from coreval.base.conformal import variance_function_scale
+from coreval.base.conformal import conformal_inflation, variance_function_scale
 from coreval.data import load_matrix
 from coreval.data.splits import iter_splits
 from coreval.jax_cache import enable_compilation_cache
@@ -108,7 +109,7 @@ def _half_width2(rule: str, r2: np.ndarray, v: np.ndarray, v_new: np.ndarray) ->
     zq2 = float(norm.ppf(0.5 + LEVEL / 2)) ** 2
     rank = _quantile_rank(r2.size, LEVEL)
     if rule == "floored":
-        return zq2 * (v_new + max(0.0, float(np.sort(r2 / zq2 - v)[rank - 1])))
+        return zq2 * (v_new + conformal_inflation(r2, v, LEVEL))
     if rule == "scaled":
         return zq2 * v_new * float(np.sort(r2 / (zq2 * np.maximum(v, 1e-300)))[rank - 1])
     raise ValueError(rule)
@@ -139,13 +140,13 @@ def rule_draws(rule: str, z: np.lib.npyio.NpzFile, rng: np.random.Generator) -> 
     var = draws.var(axis=0)
     rank = _quantile_rank(r2.size, LEVEL)
     if rule == "floored":
-        q = max(0.0, float(np.sort(r2 / zq**2 - v)[rank - 1]))
+        q = conformal_inflation(r2, v, LEVEL)
         return draws + rng.normal(0.0, math.sqrt(q), size=draws.shape)
     if rule == "floored-quadratic":
         resid = np.asarray(z["oof_residuals"])
         oof_mean = np.asarray(z["source_truth"])[np.asarray(z["oof_rows"])] - resid
-        c2 = variance_function_scale(oof_mean, oof_mean, resid) ** 2
-        q = max(0.0, float(np.sort((r2 / zq**2 - v) / c2)[rank - 1]))
+        q = conformal_inflation(r2, v, LEVEL,
+                                scales=variance_function_scale(oof_mean, oof_mean, resid))
         c_new = variance_function_scale(np.asarray(z["mean"]), oof_mean, resid)
         return draws + rng.normal(0.0, 1.0, size=draws.shape) * (math.sqrt(q) * c_new)
     if rule == "signed":
