@@ -100,18 +100,31 @@ def collect(store: Path, n_source: int, seeds: list[int], budget: float,
                   f"{time.perf_counter() - t0:.0f} s", flush=True)
 
 
-def _quantile_rank(n: int, level: float) -> int:
-    return min(math.ceil((n + 1) * level - 1e-9), n)
+Z2 = float(norm.ppf(0.5 + LEVEL / 2)) ** 2  # squared standard-normal quantile of the interval
+
+
+def _kth(scores: np.ndarray) -> float:
+    """The split-conformal quantile: the ⌈(n+1)·level⌉-th smallest score (the largest if n is small)."""
+    rank = min(math.ceil((scores.size + 1) * LEVEL - 1e-9), scores.size)
+    return float(np.sort(scores)[rank - 1])
+
+
+def signed_q(r2: np.ndarray, v: np.ndarray) -> float:
+    """The conformal quantile of ``r²/z² − v`` before any floor (``floored`` takes ``max(0, q)``)."""
+    return _kth(r2 / Z2 - v)
+
+
+def kappa2(r2: np.ndarray, v: np.ndarray) -> float:
+    """The conformal quantile ``κ²`` of the normalised scores ``r² / (z² v)``."""
+    return _kth(r2 / (Z2 * np.maximum(v, 1e-300)))
 
 
 def _half_width2(rule: str, r2: np.ndarray, v: np.ndarray, v_new: np.ndarray) -> np.ndarray:
     """Squared half-widths ``z² × variance`` at variances ``v_new``, calibrated on ``(r2, v)``."""
-    zq2 = float(norm.ppf(0.5 + LEVEL / 2)) ** 2
-    rank = _quantile_rank(r2.size, LEVEL)
     if rule == "floored":
-        return zq2 * (v_new + conformal_inflation(r2, v, LEVEL))
+        return Z2 * (v_new + conformal_inflation(r2, v, LEVEL))
     if rule == "scaled":
-        return zq2 * v_new * float(np.sort(r2 / (zq2 * np.maximum(v, 1e-300)))[rank - 1])
+        return Z2 * v_new * kappa2(r2, v)
     raise ValueError(rule)
 
 
@@ -131,14 +144,12 @@ def loo_choice(r2: np.ndarray, v: np.ndarray) -> str:
 
 def rule_draws(rule: str, z: np.lib.npyio.NpzFile, rng: np.random.Generator) -> np.ndarray:
     """The targets' draws under one calibration rule (shape ``(draws, targets)``)."""
-    zq = float(norm.ppf(0.5 + LEVEL / 2))
     r2, v = np.asarray(z["oof_residuals"]) ** 2, np.asarray(z["oof_variances"])
     if rule == "auto":
         rule = loo_choice(r2, v)
     draws = np.asarray(z["draws"], dtype=float)
     centre = draws.mean(axis=0)
     var = draws.var(axis=0)
-    rank = _quantile_rank(r2.size, LEVEL)
     if rule == "floored":
         q = conformal_inflation(r2, v, LEVEL)
         return draws + rng.normal(0.0, math.sqrt(q), size=draws.shape)
@@ -150,13 +161,13 @@ def rule_draws(rule: str, z: np.lib.npyio.NpzFile, rng: np.random.Generator) -> 
         c_new = variance_function_scale(np.asarray(z["mean"]), oof_mean, resid)
         return draws + rng.normal(0.0, 1.0, size=draws.shape) * (math.sqrt(q) * c_new)
     if rule == "signed":
-        q = float(np.sort(r2 / zq**2 - v)[rank - 1])
+        q = signed_q(r2, v)
         if q >= 0:
             return draws + rng.normal(0.0, math.sqrt(q), size=draws.shape)
         factor = np.sqrt(np.maximum(var + q, 0.0) / np.maximum(var, 1e-300))
         return centre + factor * (draws - centre)
     if rule in ("scaled", "scaled-wider"):
-        kappa = math.sqrt(float(np.sort(r2 / (zq**2 * np.maximum(v, 1e-300)))[rank - 1]))
+        kappa = math.sqrt(kappa2(r2, v))
         if rule == "scaled-wider":
             kappa = max(kappa, 1.0)
         return centre + kappa * (draws - centre)
@@ -177,13 +188,13 @@ def report(stores: list[Path], out: Path, command: str) -> str:
             method_cover = float(np.mean((z["lower"] <= truth) & (truth <= z["upper"])))
             row = {"split": path.stem, "tau": 100 * float(z["tau"]), "method": method_cover,
                    "n_oof": int(np.asarray(z["oof_residuals"]).size)}
-            zq = float(norm.ppf(0.5 + LEVEL / 2))
             r2, v = np.asarray(z["oof_residuals"]) ** 2, np.asarray(z["oof_variances"])
-            row["q"] = 1e4 * float(np.sort(r2 / zq**2 - v)[_quantile_rank(r2.size, LEVEL) - 1])
-            row["oof_sd"] = 100 * float(np.sqrt(np.median(v)))
-            row["target_sd"] = 100 * float(np.median(np.asarray(z["draws"]).std(axis=0)))
+            q = signed_q(r2, v)
             var = np.asarray(z["draws"]).var(axis=0)
-            row["collapsed"] = float(np.mean(var + row["q"] / 1e4 <= 0))
+            row["q"] = 1e4 * q
+            row["oof_sd"] = 100 * float(np.sqrt(np.median(v)))
+            row["target_sd"] = 100 * float(np.median(np.sqrt(var)))
+            row["collapsed"] = float(np.mean(var + q <= 0))
             for rule in rules:
                 d = rule_draws(rule, z, np.random.default_rng(0))
                 lo, hi = np.quantile(d, [(1 - LEVEL) / 2, (1 + LEVEL) / 2], axis=0)
