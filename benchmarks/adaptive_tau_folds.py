@@ -16,7 +16,8 @@ Run from the repository root::
     python benchmarks/adaptive_tau_folds.py [--datasets arc_challenge:0.02 ifeval:0.05]
 
 Rows are stored in ``benchmarks/results/raw/adaptive_tau_folds/`` as they finish (a re-run
-computes only the missing ones); the report is ``benchmarks/results/adaptive_tau_folds.md``.
+computes only the missing ones); the report (``--out``, by default
+``benchmarks/results/adaptive_tau_folds.md``) lists the stored rows of ``--rule``.
 """
 
 from __future__ import annotations
@@ -107,17 +108,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rule", default="cat-fisher")
     parser.add_argument("--n-source", type=int, default=100)
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument("--out", default=str(RESULTS / "adaptive_tau_folds.md"),
+                        help="the report; it lists the stored rows of --rule")
     args = parser.parse_args(argv)
     RAW.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         for pair in args.datasets:
             name, budget = pair.split(":")
             run(name, float(budget), args.seeds, args.folds, args.rule, args.n_source)
-    rows = [json.loads(p.read_text()) for p in sorted(RAW.glob("*.json"))]
+    rows = [json.loads(p.read_text()) for p in sorted(RAW.glob(f"*_{args.rule}_s*.json"))]
     if not rows:
         raise SystemExit(f"nothing stored under {RAW}")
     text = report(pd.DataFrame(rows), command_line("adaptive_tau_folds.py", argv))
-    print(write_markdown(RESULTS / "adaptive_tau_folds.md", text))
+    print(write_markdown(args.out, text))
     return 0
 
 
