@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
             run(name, float(budget), args.seeds, args.folds, args.rule, args.n_source)
     rows = [json.loads(p.read_text()) for p in sorted(RAW.glob(f"*_{args.rule}_s*.json"))]
     if not rows:
-        raise SystemExit(f"nothing stored under {RAW}")
+        raise SystemExit(f"nothing stored for {args.rule} under {RAW}")
     text = report(pd.DataFrame(rows), command_line("adaptive_tau_folds.py", argv))
     print(write_markdown(args.out, text))
     return 0
