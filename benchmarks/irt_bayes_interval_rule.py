@@ -55,7 +55,11 @@ from scipy.stats import norm
 
 from _results import LLM, RESULTS, SHARED, provenance, write_markdown
 from coreval.base import resolve_budget
-from coreval.base.conformal import conformal_inflation, variance_function_scale
+from coreval.base.conformal import (
+    conformal_inflation,
+    interval_scores,
+    variance_function_scale,
+)
 from coreval.data import load_matrix
 from coreval.data.splits import iter_splits
 from coreval.jax_cache import enable_compilation_cache
@@ -201,8 +205,7 @@ def report(stores: list[Path], out: Path, command: str) -> str:
                 lo, hi = np.clip(lo, 0, 1), np.clip(hi, 0, 1)
                 row[f"{rule}_cov"] = float(np.mean((lo <= truth) & (truth <= hi)))
                 row[f"{rule}_width"] = 100 * float(np.mean(hi - lo))
-                miss = np.maximum(lo - truth, 0) + np.maximum(truth - hi, 0)
-                row[f"{rule}_is"] = 100 * float(np.mean(hi - lo + 2 / alpha * miss))
+                row[f"{rule}_is"] = 100 * float(np.mean(interval_scores(truth, lo, hi, alpha)))
             rows.append(row)
     lines = ["# irt-bayes: calibration rules of the misfit term on the grid's splits", "",
              *provenance(command),

@@ -53,6 +53,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import brentq
 from scipy.special import expit
 from scipy.stats import norm
 
@@ -84,8 +85,9 @@ def design_items(residual: np.ndarray, scale: np.ndarray, width: float,
     """Expected size ``Σ π_j`` of the Poisson design ``π_j = min(1, c·scale_j)`` whose
     difference estimator has a ``width``-wide normal interval.
 
-    The design variance ``(1/N²) Σ_j (1/π_j - 1) residual_j²`` falls as ``c`` grows, so
-    the smallest sufficient ``c`` is found by bisection on ``log c``. Items with
+    The design variance ``(1/N²) Σ_j (1/π_j - 1) residual_j²`` falls continuously as ``c``
+    grows, so the smallest sufficient ``c`` is the root in ``log c`` found by
+    :func:`scipy.optimize.brentq`. Items with
     ``scale_j = 0`` and a nonzero residual make every design with ``c < ∞`` too wide; they
     are asked (``π_j = 1``) from the start, as a test that cannot skip them would.
     """
@@ -100,13 +102,12 @@ def design_items(residual: np.ndarray, scale: np.ndarray, width: float,
         var = np.sum(np.where(pi > 0, (1.0 / np.maximum(pi, 1e-300) - 1.0) * r2, 0.0))
         return z * np.sqrt(var) / n_items
 
-    lo, hi = 1e-8, 1.0 / max(float(s[s > 0].min(initial=np.inf)), 1e-12)
+    lo, hi = 1e-8, 1.0 / max(float(s[s > 0].min(initial=np.inf)), 1e-12)  # hi: every π = 1
     if 2 * half_width(lo) <= width:
         return float(np.minimum(1.0, lo * s).sum())
-    for _ in range(100):                                    # bisection on log c
-        mid = np.sqrt(lo * hi)
-        lo, hi = (lo, mid) if 2 * half_width(mid) <= width else (mid, hi)
-    return float(np.minimum(1.0, hi * s).sum())
+    log_c = brentq(lambda t: 2 * half_width(np.exp(t)) - width, np.log(lo), np.log(hi),
+                   xtol=1e-12)
+    return float(np.minimum(1.0, np.exp(log_c) * s).sum())
 
 
 def floor_row(name: str, data_dir: Path, width: float) -> dict:
