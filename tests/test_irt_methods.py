@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 from scipy.special import expit
+from scipy.stats import betabinom
 from sklearn.cluster import KMeans
 
 from coreval.base import Coreset, FitCache
@@ -289,8 +290,19 @@ def test_irt_bayes_is_accurate_and_calibrated(sim, anchors, cache):
         pred = predictor.predict(target[:, cs.indices])
         assert pred.interval == "posterior" and pred.draws.shape == (200, N_TGT)
         assert _rmse(pred.mean, truth) < 1.2 * _oracle_rmse(sim, cs.indices)
-        coverage = np.mean((truth >= pred.lower) & (truth <= pred.upper))
-        assert 0.85 <= coverage <= 0.95, (misfit, coverage)
+        covered = int(np.sum((truth >= pred.lower) & (truth <= pred.upper)))
+        assert covered / N_TGT >= 0.85, (misfit, covered)
+        if not misfit:
+            assert covered / N_TGT <= 0.95, covered
+        else:
+            # τ is split conformal on the N_SRC source models' out-of-fold scores: given
+            # them, coverage is about Beta(k, n + 1 - k) with k = ⌈(n + 1)·0.9⌉ (Vovk 2012), so
+            # the N_TGT targets' count is beta-binomial; its 99 % range is the band (about
+            # 0.74-0.99 of them). A fixed 0.95 ceiling is exceeded by about 12 % of
+            # calibrations, i.e. by round-off changes of the fit.
+            k = int(np.ceil((N_SRC + 1) * 0.9))
+            low, high = betabinom(N_TGT, k, N_SRC + 1 - k).ppf([0.005, 0.995])
+            assert low <= covered <= high, (covered, low, high)
 
 
 @needs_engine

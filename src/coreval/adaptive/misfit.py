@@ -217,8 +217,8 @@ def width_stop_misfit(truth, means, variances, shares, *, width: float,
     float
         The smallest ``τ ≥ 0`` whose stopped tests cover at least ``⌈(n + 1)·level⌉`` of
         the ``n`` models (all of them when ``n`` is too small), as replayed by
-        :func:`stopped_coverage`, to a relative 1e-9 (round-off at a breakpoint); the
-        largest breakpoint when no ``τ`` does.
+        :func:`stopped_coverage`, raised by a relative 1e-9 so that it does not sit on a
+        coverage breakpoint; the largest breakpoint when no ``τ`` does.
     """
     if not 0 < level < 1:
         raise ValidationError(f"level must be in (0, 1), got {level!r}")
@@ -236,9 +236,11 @@ def width_stop_misfit(truth, means, variances, shares, *, width: float,
     count = (np.searchsorted(starts, candidates, side="right")
              - np.searchsorted(ends, candidates, side="left"))
     for start in candidates[count >= need]:
-        # the replay is the reference; where round-off puts a test on the other side of
-        # its breakpoint, a τ a billionth above the start is inside the same intervals
-        for tau in (start, start * (1.0 + 1e-9)):
+        # τ a billionth above the start is inside the same intervals and away from the
+        # breakpoint, where the round-off of another computation of the same stop (the
+        # online test's, or a replay from rescaled scores) could flip a test; the replay is
+        # the reference, and the start itself is the fallback of a degenerate interval
+        for tau in (start * (1.0 + 1e-9), start):
             if stopped_coverage(tau, y, m, v, s, width=width, level=level)[1].sum() >= need:
                 return float(tau)
     with np.errstate(divide="ignore", invalid="ignore"):
