@@ -291,15 +291,14 @@ def test_irt_bayes_is_accurate_and_calibrated(sim, anchors, cache):
         assert pred.interval == "posterior" and pred.draws.shape == (200, N_TGT)
         assert _rmse(pred.mean, truth) < 1.2 * _oracle_rmse(sim, cs.indices)
         covered = int(np.sum((truth >= pred.lower) & (truth <= pred.upper)))
-        assert covered / N_TGT >= 0.85, (misfit, covered)
         if not misfit:
-            assert covered / N_TGT <= 0.95, covered
+            assert 0.85 <= covered / N_TGT <= 0.95, covered
         else:
             # τ is split conformal on the N_SRC source models' out-of-fold scores: given
-            # them, coverage is about Beta(k, n + 1 - k) with k = ⌈(n + 1)·0.9⌉ (Vovk 2012), so
+            # them, coverage is about Beta(k, n + 1 - k), k = ⌈(n + 1)·0.9⌉ (Vovk 2012), so
             # the N_TGT targets' count is beta-binomial; its 99 % range is the band (about
-            # 0.74-0.99 of them). A fixed 0.95 ceiling is exceeded by about 12 % of
-            # calibrations, i.e. by round-off changes of the fit.
+            # 0.74-0.99 of them). A fixed 0.85-0.95 band misses about 3 in 10
+            # calibrations, and round-off changes of the fit move it from one to another.
             k = int(np.ceil((N_SRC + 1) * 0.9))
             low, high = betabinom(N_TGT, k, N_SRC + 1 - k).ppf([0.005, 0.995])
             assert low <= covered <= high, (covered, low, high)
