@@ -57,6 +57,7 @@ from _results import LLM, RESULTS, SHARED, provenance, write_markdown
 from coreval.base import resolve_budget
 from coreval.base.conformal import (
     conformal_inflation,
+    conformal_rank,
     interval_scores,
     variance_function_scale,
 )
@@ -109,7 +110,7 @@ Z2 = float(norm.ppf(0.5 + LEVEL / 2)) ** 2  # squared standard-normal quantile o
 
 def _kth(scores: np.ndarray) -> float:
     """The split-conformal quantile: the ⌈(n+1)·level⌉-th smallest score (the largest if n is small)."""
-    rank = min(math.ceil((scores.size + 1) * LEVEL - 1e-9), scores.size)
+    rank = min(conformal_rank(scores.size, LEVEL), scores.size)
     return float(np.sort(scores)[rank - 1])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from coreval.base.conformal import (
     VARIANCE_FUNCTION_MIN_POINTS,
     bernoulli_scale,
     conformal_inflation,
+    conformal_rank,
     conformal_scales,
     interval_scores,
     jackknife_plus_interval,
@@ -23,6 +25,18 @@ from coreval.data.matrix import ScoreMatrix
 from coreval.errors import ValidationError
 from coreval.prediction.mean import MeanPredictor
 from coreval.prediction.ridge import KernelRidgePredictor, RidgePredictor
+
+
+@pytest.mark.parametrize("level", ["0.55", "0.56", "0.68", "0.8", "0.81", "0.9", "0.95"])
+def test_conformal_rank_is_the_exact_rational_ceiling(level):
+    # (n + 1)·level in exact rationals: for 0.55, 0.56, 0.68 and 0.81 some float products
+    # land just above an integer (0.56 · 25 = 14.000000000000002), whose plain ceiling is
+    # one rank too high
+    exact = Fraction(level)
+    ranks = [conformal_rank(n, float(level)) for n in range(1, 400)]
+    assert ranks == [math.ceil((n + 1) * exact) for n in range(1, 400)]
+    with pytest.raises(ValidationError, match="level"):
+        conformal_rank(10, 1.0)
 
 
 def test_jackknife_plus_matches_sorted_definition(rng):

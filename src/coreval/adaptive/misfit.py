@@ -33,11 +33,10 @@ Distribution-free predictive inference for regression. *JASA* 113(523), 1094-111
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from scipy.stats import norm
 
+from coreval.base.conformal import conformal_rank
 from coreval.errors import ValidationError
 
 #: How the misfit standard deviation ``τ g`` scales with a test's state, as ``g(ρ, m)``
@@ -226,7 +225,7 @@ def width_stop_misfit(truth, means, variances, shares, *, width: float,
         raise ValidationError(f"width must be positive, got {width!r}")
     y, m, v, s, valid = _check_paths(truth, means, variances, shares)
     z = float(norm.ppf(0.5 + level / 2.0))
-    need = min(math.ceil((y.size + 1) * level - 1e-9), y.size)
+    need = min(conformal_rank(y.size, level), y.size)
     pieces = [_covered_intervals(y[i], m[i, ok], v[i, ok], s[i, ok], width=width, z=z)
               for i, ok in enumerate(valid)]
     starts = np.sort(np.concatenate([p[0] for p in pieces]))

@@ -44,6 +44,17 @@ def _kth_smallest(values: np.ndarray, rank: int, axis: int = -1) -> np.ndarray:
     return np.take(np.partition(values, rank - 1, axis=axis), rank - 1, axis=axis)
 
 
+def conformal_rank(n: int, level: float) -> int:
+    """The rank ``⌈(n + 1)·level⌉`` (1-based) of the split-conformal quantile among ``n`` scores.
+
+    A new exchangeable score is at most the score of this rank with probability at least
+    ``level`` (Lei et al. 2018, Algorithm 2); it exceeds ``n`` when ``n`` is too small for
+    the level. A tolerance of 1e-9 keeps a product that round-off puts just above an
+    integer, e.g. ``0.56 · 25 = 14.000000000000002``, from rounding up once too often.
+    """
+    return math.ceil((n + 1) * _check_level(level) - 1e-9)
+
+
 def conformal_quantile(scores, level: float) -> float:
     """The split-conformal quantile of calibration scores (Lei et al. 2018, Algorithm 2).
 
@@ -55,7 +66,7 @@ def conformal_quantile(scores, level: float) -> float:
     s = np.asarray(scores, dtype=float).ravel()
     if s.size == 0 or np.isnan(s).any():
         raise ValidationError("conformal_quantile needs at least one score and no NaN")
-    return float(_kth_smallest(s, math.ceil((s.size + 1) * level - 1e-9), axis=0))
+    return float(_kth_smallest(s, conformal_rank(s.size, level), axis=0))
 
 
 def normal_sd_factor(scores, level: float) -> float:
@@ -109,8 +120,8 @@ def jackknife_plus_interval(loo_predictions_at_x, loo_residuals,
         raise ValidationError("jackknife+ inputs contain NaN or inf")
     n = r.shape[0]
     alpha = 1.0 - level
-    # a small tolerance keeps e.g. 0.9 * 31 = 27.900000000000002 from rounding up twice
-    upper_rank = math.ceil((1.0 - alpha) * (n + 1) - 1e-9)
+    upper_rank = conformal_rank(n, level)
+    # the same tolerance as conformal_rank's, on the other side
     lower_rank = math.floor(alpha * (n + 1) + 1e-9)
     lower = _kth_smallest(mu - r[None, :], lower_rank, axis=1)
     upper = _kth_smallest(mu + r[None, :], upper_rank, axis=1)
@@ -169,7 +180,7 @@ def split_conformal_interval(pred, residuals, level: float = 0.9, *, pred_scale=
         r = r / _positive_scale(residual_scale, r.shape, "residual_scale")
     r = np.atleast_2d(r)
     repeats, n = r.shape
-    rank = math.ceil((n + 1) * level - 1e-9)
+    rank = conformal_rank(n, level)
     q = float(_kth_smallest(r.ravel(), repeats * rank, axis=0))
     return pred - q * half, pred + q * half
 
@@ -412,5 +423,5 @@ def conformal_inflation(squared_errors, variances, level: float = 0.9,
         raise ValidationError("conformal_inflation needs one positive finite scale per point")
     z = float(norm.ppf(0.5 + level / 2.0))
     scores = (r2 / z**2 - v) / c**2
-    rank = min(math.ceil((r2.size + 1) * level - 1e-9), r2.size)
+    rank = min(conformal_rank(r2.size, level), r2.size)
     return float(max(0.0, _kth_smallest(scores, rank, axis=0)))
