@@ -110,8 +110,8 @@ def report(df: pd.DataFrame, command: str) -> str:
     seeds = sorted(df["seed"].unique())
     lines = ["# Target error with the split's 30 source models and with most of the targets added",
              "", *provenance(command),
-             f"Binned split, M = {N_SOURCE}, seeds {', '.join(map(str, seeds))}; the 8 LLM "
-             "matrices. `M = 30`: the method fitted on the split's source models, as in "
+             f"Binned split, M = {N_SOURCE}, seeds {', '.join(map(str, seeds))} (per row "
+             "below where they differ); the 8 LLM matrices. `M = 30`: the method fitted on the split's source models, as in "
              "`item_level.md`. `pooled`: the targets in 10 folds, each fold predicted by the "
              "method fitted on the 30 sources and the other folds' targets (`n pooled` "
              "models: from 77 on the HELM matrices to about 400 on ifeval and "
@@ -132,6 +132,17 @@ def report(df: pd.DataFrame, command: str) -> str:
         lines.append(f"| {method} | {selection} | {budget:g} | {100 * m30:.2f} | "
                      f"{100 * pooled:.2f} | {pooled / m30:.2f} | {g['dataset'].nunique()} | "
                      f"{secs:.0f} |")
+    counts = per.groupby(keys)["dataset"].nunique()
+    if counts.nunique() > 1:
+        lines += ["", f"Rows over fewer than {counts.max()} datasets are σ⁻¹-aggregated over "
+                  "their own datasets only (each row's `datasets`); compare them with the "
+                  "others per dataset, below."]
+    seed_sets = {key: tuple(sorted(g["seed"].unique()))
+                 for key, g in df.groupby(keys, sort=True)}
+    if len(set(seed_sets.values())) > 1:
+        lines += ["", "Seeds per row: " + "; ".join(
+            f"{key[0]} ({key[1]}): {', '.join(map(str, seeds))}"
+            for key, seeds in seed_sets.items()) + "."]
     lines += ["", "## Per dataset (RMSE in pp, M = 30 → pooled; mean over seeds)", "",
               "| method | selection | budget | " + " | ".join(LLM) + " |",
               "|---|---|---|" + "---|" * len(LLM)]
