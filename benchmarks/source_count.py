@@ -42,11 +42,6 @@ N_SOURCE = 30
 TARGET_FOLDS = 10
 
 
-def rmse(pred: np.ndarray, truth: np.ndarray) -> float:
-    """Root mean squared error, in the units of the scores."""
-    return float(np.sqrt(np.mean((np.asarray(pred) - np.asarray(truth)) ** 2)))
-
-
 def run(name: str, methods: list[str], seeds: list[int], budget: float,
         selection: str, options: dict[str, str]) -> None:
     """Store one row per (method, seed) of ``name``: target RMSE at M = 30 and with the targets' other folds."""
@@ -56,12 +51,14 @@ def run(name: str, methods: list[str], seeds: list[int], budget: float,
     from coreval.base import resolve_budget
     from coreval.data import load_matrix
     from coreval.data.splits import make_split
+    from coreval.harness.metrics import rmse
     from coreval.methods import get_method
     from coreval.pipeline import fit_method
 
     matrix = load_matrix(name, data_dir=SHARED / "data")
     truth = matrix.summary_scores()
     k = resolve_budget(budget, matrix.n_items)
+    tag = "".join(f"_{key}-{value}" for key, value in sorted(options.items()))
 
     def predict(rows: np.ndarray, method, seed: int, targets: np.ndarray) -> np.ndarray:
         fitted = fit_method(method, matrix.take(rows), k, seed=seed, calibration="native",
@@ -73,7 +70,6 @@ def run(name: str, methods: list[str], seeds: list[int], budget: float,
         split = make_split(matrix, "binned", seed=seed, n_source=N_SOURCE)
         source, target = np.asarray(split.source), np.asarray(split.target)
         for method_name in methods:
-            tag = "".join(f"_{key}-{value}" for key, value in sorted(options.items()))
             path = RAW / f"{name}_{method_name}_{selection}{tag}_b{budget:g}_s{seed}.json"
             if path.exists():
                 continue
@@ -91,8 +87,8 @@ def run(name: str, methods: list[str], seeds: list[int], budget: float,
                    "budget": budget, "seed": seed, "k": k, "n_target": int(target.size),
                    "n_pooled": int(source.size + target.size * (TARGET_FOLDS - 1)
                                    / TARGET_FOLDS),
-                   "rmse_m30": rmse(at_m, truth[target]),
-                   "rmse_pooled": rmse(pooled, truth[target]),
+                   "rmse_m30": rmse(truth[target], at_m),
+                   "rmse_pooled": rmse(truth[target], pooled),
                    "seconds": time.perf_counter() - start}
             write_text_atomic(path, json.dumps(row))
             print(f"{name} {method_name} seed {seed}: {100 * row['rmse_m30']:.2f} → "
@@ -102,10 +98,11 @@ def run(name: str, methods: list[str], seeds: list[int], budget: float,
 def report(df: pd.DataFrame, command: str) -> str:
     """The markdown of ``source_count.md``."""
     from coreval.data import load_matrix
-    from coreval.harness.metrics import score_sigma, sigma_weighted
+    from coreval.harness import dataset_sigmas
+    from coreval.harness.metrics import sigma_weighted
 
-    sigmas = {d: score_sigma(load_matrix(d, data_dir=SHARED / "data").summary_scores())
-              for d in df["dataset"].unique()}
+    sigmas = dataset_sigmas({d: load_matrix(d, data_dir=SHARED / "data")
+                             for d in df["dataset"].unique()})
     keys = ["method", "selection", "budget"]
     seeds = sorted(df["seed"].unique())
     lines = ["# Target error with the split's 30 source models and with most of the targets added",
